@@ -1,0 +1,120 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { StoreUnavailableError } from '../errors/store-unavailable.error';
+import { IdempotencyCache } from '../storage/idempotency.cache';
+import { IdempotencyStore } from '../storage/idempotency.store';
+import { Claim, ClaimRequest, CompletedRecord } from './idempotency-record';
+
+/** What `begin` decided for a request. */
+export type BeginResult =
+  | { kind: 'acquired'; claim: Claim }
+  | { kind: 'replay'; record: CompletedRecord }
+  | { kind: 'mismatch' }
+  | { kind: 'in_progress'; retryAfterMs: number };
+
+const WAIT_POLL_MIN_MS = 20;
+const WAIT_POLL_MAX_MS = 250;
+
+/**
+ * The key lifecycle engine every face uses (HTTP interceptor, method guard, workflows, inbox):
+ * claim with a lease and a token, complete by compare-and-set, release on failure, replay, expiry.
+ * Postgres (the store) decides; Redis (the cache) only answers what Postgres already decided.
+ */
+@Injectable()
+export class IdempotencyService {
+  private readonly logger = new Logger('Idempotency');
+
+  constructor(
+    private readonly store: IdempotencyStore,
+    private readonly cache: IdempotencyCache,
+  ) {}
+
+  /**
+   * Claims `request.key` in `request.scope` or says why not: a stored outcome to replay, a live holder,
+   * or a fingerprint mismatch. Throws {@link StoreUnavailableError} when the store cannot be reached.
+   */
+  async begin(request: ClaimRequest): Promise<BeginResult> {
+    const cached = await this.cache.lookup(request.scope, request.key, request.fingerprint, request.leaseMs);
+    if (cached.kind === 'hit') {
+      return cached.record.fingerprint === request.fingerprint ? { kind: 'replay', record: cached.record } : { kind: 'mismatch' };
+    }
+    if (cached.kind === 'busy' && cached.fingerprint === request.fingerprint) {
+      return { kind: 'in_progress', retryAfterMs: request.leaseMs };
+    }
+    // A miss (the cache marked the key in flight for us) or a marker with another fingerprint: Postgres decides.
+    let outcome;
+    try {
+      outcome = await this.store.claim(request);
+    } catch (err) {
+      if (cached.kind === 'miss') await this.cache.forget(request.scope, request.key);
+      throw new StoreUnavailableError(err);
+    }
+    switch (outcome.kind) {
+      case 'acquired':
+        return outcome;
+      case 'completed':
+        if (outcome.record.fingerprint !== request.fingerprint) {
+          if (cached.kind === 'miss') await this.cache.forget(request.scope, request.key);
+          return { kind: 'mismatch' };
+        }
+        await this.cache.remember(request.scope, request.key, outcome.record);
+        return { kind: 'replay', record: outcome.record };
+      case 'in_progress':
+        if (outcome.fingerprint !== request.fingerprint) {
+          if (cached.kind === 'miss') await this.cache.forget(request.scope, request.key);
+          return { kind: 'mismatch' };
+        }
+        return { kind: 'in_progress', retryAfterMs: Math.max(outcome.lockedUntil - Date.now(), 0) };
+    }
+  }
+
+  /**
+   * Like {@link begin}, but holds a request that finds the key in progress until the holder finishes
+   * (replay), releases it (this request takes it), or `waitMs` passes (in progress).
+   */
+  async beginOrWait(request: ClaimRequest, waitMs: number): Promise<BeginResult> {
+    const deadline = Date.now() + waitMs;
+    let pause = WAIT_POLL_MIN_MS;
+    for (;;) {
+      const result = await this.begin(request);
+      if (result.kind !== 'in_progress' || Date.now() + pause > deadline) return result;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+      pause = Math.min(pause * 2, WAIT_POLL_MAX_MS);
+    }
+  }
+
+  /**
+   * Stores the final outcome of a claim. Returns false when the claim had been taken over (its lease
+   * expired and another caller claimed the key): nothing is written then, and the newer record stands.
+   */
+  async complete(claim: Claim, result: unknown): Promise<boolean> {
+    const record = await this.store.complete(claim, result);
+    if (!record) {
+      this.logger.warn(`lease on key "${claim.key}" was lost before completion; its result was not stored`);
+      return false;
+    }
+    await this.cache.remember(claim.scope, claim.key, record);
+    return true;
+  }
+
+  /** Releases a claim after a failure: the record is marked failed and the key can be claimed again. */
+  async release(claim: Claim, error?: unknown): Promise<void> {
+    await this.store.release(claim, error);
+    await this.cache.forget(claim.scope, claim.key);
+  }
+
+  /** Renews the claim's lease every third of its length until the returned function is called. */
+  keepAlive(claim: Claim): () => void {
+    const renew = async () => {
+      try {
+        const held = await this.store.extendLease(claim);
+        if (held) await this.cache.touch(claim.scope, claim.key, claim.leaseMs);
+        else this.logger.warn(`lease on key "${claim.key}" was taken over while its holder was still running`);
+      } catch (err) {
+        this.logger.warn(`could not renew the lease on key "${claim.key}": ${err instanceof Error ? err.message : String(err)}`);
+      }
+    };
+    const timer = setInterval(() => void renew(), Math.max(Math.floor(claim.leaseMs / 3), 10));
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+}

@@ -1,0 +1,11 @@
+/** Thrown at bootstrap when the database lacks the library's tables and `migrationsRun` is off. */
+export class IdempotencySchemaError extends Error {
+  constructor(schema: string, missing: string[]) {
+    super(
+      `nestjs-idempotency: schema "${schema}" is missing migration(s) ${missing.join(', ')}. ` +
+        'Set `migrationsRun: true` in IdempotencyModule options, or add IDEMPOTENCY_MIGRATIONS to your DataSource migrations and run them ' +
+        `(migrations table "idempotency_migrations").`,
+    );
+    this.name = 'IdempotencySchemaError';
+  }
+}

@@ -1,0 +1,25 @@
+import { Injectable, Type } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { IDEMPOTENT_ROUTE_METADATA, SKIP_IDEMPOTENCY_METADATA } from '../idempotency.constants';
+import type { IdempotentRouteOptions } from '../interfaces/idempotency-options.interface';
+
+/** What the decorators say about one route. */
+export interface RouteIdempotencyMetadata {
+  skip: boolean;
+  /** Set when the route or its controller has `@Idempotent()`; method options override the controller's. */
+  options?: IdempotentRouteOptions;
+}
+
+/** The one place that reads the library's decorator metadata. */
+@Injectable()
+export class IdempotencyMetadataAccessor {
+  constructor(private readonly reflector: Reflector) {}
+
+  forRoute(controller: Type<unknown>, handler: (...args: unknown[]) => unknown): RouteIdempotencyMetadata {
+    const skip = this.reflector.getAllAndOverride<boolean>(SKIP_IDEMPOTENCY_METADATA, [handler, controller]) === true;
+    const onClass = this.reflector.get<IdempotentRouteOptions | undefined>(IDEMPOTENT_ROUTE_METADATA, controller);
+    const onMethod = this.reflector.get<IdempotentRouteOptions | undefined>(IDEMPOTENT_ROUTE_METADATA, handler);
+    const options = onClass || onMethod ? { ...onClass, ...onMethod } : undefined;
+    return { skip, options };
+  }
+}

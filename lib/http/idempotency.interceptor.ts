@@ -1,0 +1,196 @@
+import { CallHandler, ExecutionContext, HttpException, Inject, Injectable, Logger, NestInterceptor } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { defer, lastValueFrom, Observable } from 'rxjs';
+import { Claim } from '../core/idempotency-record';
+import { BeginResult, IdempotencyService } from '../core/idempotency.service';
+import { StoreUnavailableError } from '../errors/store-unavailable.error';
+import { REPLAYED_HEADER, RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { IdempotencyRequest } from '../interfaces/idempotency-options.interface';
+import type { ResolvedHttpOptions, ResolvedOptions } from '../interfaces/resolved-options';
+import { resolveRouteOptions } from '../utils/validate-options';
+import { IdempotencyMetadataAccessor } from './idempotency-metadata.accessor';
+import { parseIdempotencyKey } from './idempotency-key';
+import { IdempotencyProblemException } from './problem-details';
+import { requestFingerprint } from './request-fingerprint';
+import {
+  DEFAULT_REPLAY_HEADERS, isUnstorable, pickHeaders, ResponseLike, storeBody, storeExceptionBody, StoredResponse,
+} from './stored-response';
+
+/** 4xx statuses that mean "try again": the key is released rather than the outcome stored. */
+const RETRYABLE_CLIENT_STATUSES = new Set([408, 409, 425, 429]);
+
+/** A route's effective settings, and whether it opted in with `@Idempotent()`. */
+interface RouteSettings {
+  http: ResolvedHttpOptions;
+  optedIn: boolean;
+  replayHeaders: string[];
+}
+
+/**
+ * The global interceptor behind the `Idempotency-Key` header. Subclass it and override the protected
+ * hooks (`scopeOf`, `fingerprintOf`) to change how scope and fingerprint are derived.
+ */
+@Injectable()
+export class IdempotencyInterceptor implements NestInterceptor {
+  protected readonly logger = new Logger('Idempotency');
+  private readonly routes = new WeakMap<object, RouteSettings | null>();
+
+  constructor(
+    @Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions,
+    private readonly engine: IdempotencyService,
+    private readonly metadata: IdempotencyMetadataAccessor,
+    private readonly adapterHost: HttpAdapterHost,
+  ) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    if (context.getType() !== 'http' || !this.options.http.enabled) return next.handle();
+    const route = this.settingsFor(context);
+    if (!route) return next.handle();
+    const request = context.switchToHttp().getRequest<IdempotencyRequest>();
+    const response = context.switchToHttp().getResponse<ResponseLike>();
+    if (!route.optedIn && !route.http.methods.has(request.method.toUpperCase())) return next.handle();
+
+    const raw = request.headers[route.http.header];
+    if (raw === undefined) {
+      if (!route.http.required) return next.handle();
+      throw new IdempotencyProblemException('missing-key', `this endpoint requires the ${route.http.header} header`);
+    }
+    const parsed = parseIdempotencyKey(raw);
+    if ('error' in parsed) throw new IdempotencyProblemException('invalid-key', parsed.error);
+    return defer(() => this.handle(parsed.key, request, response, route, next));
+  }
+
+  /** The key's scope; by default the configured `scope(request)`, else global. */
+  protected scopeOf(request: IdempotencyRequest, settings: ResolvedHttpOptions): string {
+    return `http:${settings.scope?.(request) ?? ''}`;
+  }
+
+  /** The request fingerprint; by default method, path with query and canonical body. */
+  protected fingerprintOf(request: IdempotencyRequest, settings: ResolvedHttpOptions): string {
+    return requestFingerprint(request, settings.ignoreBodyFields);
+  }
+
+  private async handle(key: string, request: IdempotencyRequest, response: ResponseLike, route: RouteSettings, next: CallHandler): Promise<unknown> {
+    const settings = route.http;
+    const claimRequest = {
+      scope: this.scopeOf(request, settings),
+      key,
+      fingerprint: this.fingerprintOf(request, settings),
+      leaseMs: settings.leaseMs,
+      ttlMs: settings.ttlMs,
+    };
+    let begun: BeginResult;
+    try {
+      begun = settings.waitMs > 0 ? await this.engine.beginOrWait(claimRequest, settings.waitMs) : await this.engine.begin(claimRequest);
+    } catch (err) {
+      if (!(err instanceof StoreUnavailableError)) throw err;
+      if (settings.failOpen) {
+        this.logger.warn(`${err.message}; failOpen is set, so key "${key}" runs unprotected`);
+        return lastValueFrom(next.handle(), { defaultValue: undefined });
+      }
+      this.logger.error(`${err.message}; refusing key "${key}" (fail closed)`);
+      throw new IdempotencyProblemException('store-unavailable', 'the idempotency store cannot be reached; retry later', { 'Retry-After': '1' });
+    }
+    switch (begun.kind) {
+      case 'replay':
+        return this.replay(response, begun.record.result as StoredResponse);
+      case 'mismatch':
+        throw new IdempotencyProblemException('key-reused', `idempotency key "${key}" was already used with a different request`);
+      case 'in_progress':
+        throw new IdempotencyProblemException(
+          'in-progress', `a request with idempotency key "${key}" is still being processed; retry later`,
+          { 'Retry-After': String(Math.max(1, Math.ceil(begun.retryAfterMs / 1000))) },
+        );
+      case 'acquired':
+        return this.run(begun.claim, response, route, next);
+    }
+  }
+
+  private async run(claim: Claim, response: ResponseLike, route: RouteSettings, next: CallHandler): Promise<unknown> {
+    const stopLease = this.engine.keepAlive(claim);
+    let value: unknown;
+    try {
+      value = await lastValueFrom(next.handle(), { defaultValue: undefined });
+    } catch (err) {
+      stopLease();
+      await this.settleFailure(claim, err, response, route);
+      throw err;
+    }
+    stopLease();
+    let stored: StoredResponse | undefined;
+    if (!isUnstorable(value, response) && response.statusCode < 500) {
+      try {
+        stored = { status: response.statusCode, headers: pickHeaders(response, route.replayHeaders), body: storeBody(value) };
+      } catch {
+        stored = undefined;
+      }
+    }
+    if (!stored) {
+      if (response.statusCode < 500) this.logger.warn(`response for key "${claim.key}" is a stream, a file or not serializable; sent as is, not stored, key released`);
+      await this.safely(() => this.engine.release(claim), claim);
+      return value;
+    }
+    try {
+      await this.engine.complete(claim, stored);
+    } catch (err) {
+      // The handler's work is done: the client gets its response; retries see 409 until the lease ends.
+      this.logger.error(`could not store the response for key "${claim.key}": ${err instanceof Error ? err.message : String(err)}`);
+    }
+    return value;
+  }
+
+  private async settleFailure(claim: Claim, err: unknown, response: ResponseLike, route: RouteSettings): Promise<void> {
+    if (err instanceof HttpException) {
+      const status = err.getStatus();
+      if (status < 500 && !RETRYABLE_CLIENT_STATUSES.has(status)) {
+        const stored: StoredResponse = { status, headers: pickHeaders(response, route.replayHeaders), body: storeExceptionBody(err) };
+        await this.safely(() => this.engine.complete(claim, stored), claim);
+        return;
+      }
+    }
+    const message = err instanceof Error ? err.message : String(err);
+    await this.safely(() => this.engine.release(claim, { message }), claim);
+  }
+
+  private replay(response: ResponseLike, stored: StoredResponse): unknown {
+    const adapter = this.adapterHost.httpAdapter;
+    adapter.status(response, stored.status);
+    for (const [name, value] of Object.entries(stored.headers)) adapter.setHeader(response, name, value as string);
+    adapter.setHeader(response, REPLAYED_HEADER, 'true');
+    switch (stored.body.t) {
+      case 'e':
+        return undefined;
+      case 's':
+        return stored.body.v;
+      case 'j':
+        // Send the stored JSON text itself so the replayed bytes are the original bytes.
+        if (stored.headers['content-type'] === undefined) adapter.setHeader(response, 'Content-Type', 'application/json; charset=utf-8');
+        return stored.body.v;
+      case 'x':
+        throw new HttpException(JSON.parse(stored.body.v) as object, stored.status);
+    }
+  }
+
+  private async safely(action: () => Promise<unknown>, claim: Claim): Promise<void> {
+    try {
+      await action();
+    } catch (err) {
+      this.logger.error(`could not settle key "${claim.key}" (its lease will expire): ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  private settingsFor(context: ExecutionContext): RouteSettings | null {
+    const handler = context.getHandler();
+    let settings = this.routes.get(handler);
+    if (settings !== undefined) return settings;
+    const meta = this.metadata.forRoute(context.getClass(), handler as (...args: unknown[]) => unknown);
+    if (meta.skip) {
+      settings = null;
+    } else {
+      const http = meta.options ? resolveRouteOptions(this.options.http, meta.options, handler.name) : this.options.http;
+      settings = { http, optedIn: meta.options !== undefined, replayHeaders: [...DEFAULT_REPLAY_HEADERS, ...http.replayHeaders] };
+    }
+    this.routes.set(handler, settings);
+    return settings;
+  }
+}

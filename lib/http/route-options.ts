@@ -1,0 +1,21 @@
+import type { IdempotentRouteOptions } from '../interfaces/idempotency-options.interface';
+import type { ResolvedHttpOptions } from '../interfaces/resolved-options';
+import { resolveRouteOptions } from '../utils/validate-options';
+
+const PROBE_BASE: ResolvedHttpOptions = {
+  enabled: true,
+  header: 'idempotency-key',
+  ttlMs: 1,
+  leaseMs: 1,
+  required: false,
+  methods: new Set(),
+  replayHeaders: [],
+  ignoreBodyFields: [],
+  failOpen: false,
+  waitMs: 0,
+};
+
+/** Checks `@Idempotent()` options when the decorator is applied, so a typo fails at startup. */
+export function validateRouteOptions(options: IdempotentRouteOptions): void {
+  resolveRouteOptions(PROBE_BASE, options, '@Idempotent()');
+}

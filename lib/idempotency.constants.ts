@@ -1,0 +1,8 @@
+/** Metadata key of `@Idempotent()`. */
+export const IDEMPOTENT_ROUTE_METADATA = 'nestjs-idempotency:route';
+/** Metadata key of `@SkipIdempotency()`. */
+export const SKIP_IDEMPOTENCY_METADATA = 'nestjs-idempotency:skip';
+/** Injection token of the validated module options. */
+export const RESOLVED_IDEMPOTENCY_OPTIONS = Symbol('nestjs-idempotency:resolved-options');
+/** Header added to replayed responses. */
+export const REPLAYED_HEADER = 'Idempotent-Replayed';

@@ -1,0 +1,14 @@
+import { Module } from '@nestjs/common';
+import { IdempotencyService } from './core/idempotency.service';
+import { IdempotencyConfigurableModule } from './idempotency.module-definition';
+import { idempotencyProviders } from './idempotency.providers';
+
+/**
+ * Registers the global `Idempotency-Key` interceptor and the `IdempotencyService` engine.
+ * Use `IdempotencyModule.forRoot(options)` or `IdempotencyModule.forRootAsync({ imports, inject, useFactory })`.
+ */
+@Module({
+  providers: idempotencyProviders,
+  exports: [IdempotencyService],
+})
+export class IdempotencyModule extends IdempotencyConfigurableModule {}

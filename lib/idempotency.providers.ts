@@ -1,0 +1,53 @@
+import { Logger, Provider } from '@nestjs/common';
+import { APP_FILTER, APP_INTERCEPTOR, ModuleRef } from '@nestjs/core';
+import { IdempotencyService } from './core/idempotency.service';
+import { IdempotencyMetadataAccessor } from './http/idempotency-metadata.accessor';
+import { IdempotencyInterceptor } from './http/idempotency.interceptor';
+import { IdempotencyProblemFilter } from './http/idempotency-problem.filter';
+import { RESOLVED_IDEMPOTENCY_OPTIONS } from './idempotency.constants';
+import { IDEMPOTENCY_MODULE_OPTIONS } from './idempotency.module-definition';
+import type { IdempotencyModuleOptions } from './interfaces/idempotency-options.interface';
+import type { ResolvedOptions } from './interfaces/resolved-options';
+import { IdempotencyCache, NoCache } from './storage/idempotency.cache';
+import { IdempotencyConnections } from './storage/idempotency-connections';
+import { IdempotencyStore } from './storage/idempotency.store';
+import { PostgresIdempotencyStore } from './storage/postgres/postgres-idempotency.store';
+import { CircuitBreaker } from './storage/redis/circuit-breaker';
+import { RedisIdempotencyCache } from './storage/redis/redis-idempotency.cache';
+import { resolveOptions } from './utils/validate-options';
+
+/** The module's providers: options, connections, the default Postgres store and Redis cache, the engine and the interceptor. */
+export const idempotencyProviders: Provider[] = [
+  {
+    provide: RESOLVED_IDEMPOTENCY_OPTIONS,
+    useFactory: (options: IdempotencyModuleOptions) => resolveOptions(options),
+    inject: [IDEMPOTENCY_MODULE_OPTIONS],
+  },
+  {
+    provide: IdempotencyConnections,
+    useFactory: (options: ResolvedOptions, moduleRef: ModuleRef) => IdempotencyConnections.open(options, moduleRef),
+    inject: [RESOLVED_IDEMPOTENCY_OPTIONS, ModuleRef],
+  },
+  {
+    provide: IdempotencyStore,
+    useFactory: (connections: IdempotencyConnections) => new PostgresIdempotencyStore(connections.pool, connections.schema),
+    inject: [IdempotencyConnections],
+  },
+  {
+    provide: IdempotencyCache,
+    useFactory: (options: ResolvedOptions, connections: IdempotencyConnections) => {
+      if (!options.redis || !connections.redis) return new NoCache();
+      const breaker = new CircuitBreaker('Redis', {
+        failureThreshold: options.redis.failureThreshold,
+        resetAfterMs: options.redis.resetAfterMs,
+        timeoutMs: options.redis.commandTimeoutMs,
+      }, new Logger('Idempotency'));
+      return new RedisIdempotencyCache(connections.redis, options.redis.keyPrefix, breaker);
+    },
+    inject: [RESOLVED_IDEMPOTENCY_OPTIONS, IdempotencyConnections],
+  },
+  IdempotencyService,
+  IdempotencyMetadataAccessor,
+  { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
+  { provide: APP_FILTER, useClass: IdempotencyProblemFilter },
+];

@@ -1,0 +1,22 @@
+export { IdempotencyModule } from './idempotency.module';
+export { IDEMPOTENCY_MODULE_OPTIONS } from './idempotency.module-definition';
+export { IdempotencyService } from './core/idempotency.service';
+export type { BeginResult } from './core/idempotency.service';
+export type { Claim, ClaimRequest, ClaimOutcome, CompletedRecord, RecordStatus } from './core/idempotency-record';
+export { Idempotent, SkipIdempotency } from './http/idempotent.decorator';
+export { IdempotencyInterceptor } from './http/idempotency.interceptor';
+export { IdempotencyProblemException, PROBLEM_CONTENT_TYPE } from './http/problem-details';
+export type { ProblemDetails, IdempotencyProblemType } from './http/problem-details';
+export { IdempotencyStore } from './storage/idempotency.store';
+export { IdempotencyCache } from './storage/idempotency.cache';
+export type { CacheLookup } from './storage/idempotency.cache';
+export { IdempotencyConfigError } from './errors/idempotency-config.error';
+export { IdempotencySchemaError } from './errors/idempotency-schema.error';
+export { StoreUnavailableError } from './errors/store-unavailable.error';
+export { IDEMPOTENCY_MIGRATIONS, IDEMPOTENCY_MIGRATIONS_TABLE } from '../migrations';
+export type {
+  IdempotencyModuleOptions, HttpIdempotencyOptions, IdempotentRouteOptions, PostgresOptions, RedisModuleOptions,
+  RedisCommonOptions, RedisBreakerOptions, IdempotencyRequest,
+} from './interfaces/idempotency-options.interface';
+export type { Duration } from './utils/duration';
+export { REPLAYED_HEADER } from './idempotency.constants';

@@ -1,0 +1,81 @@
+import type Redis from 'ioredis';
+import type { RedisOptions } from 'ioredis';
+import type { DataSource } from 'typeorm';
+import type { Duration } from '../utils/duration';
+
+/** Postgres: a connection the module owns, or the app's own `@nestjs/typeorm` DataSource (by name or instance). */
+export type PostgresOptions =
+  | { url: string; schema?: string; poolSize?: number }
+  | { dataSource: string | DataSource; schema?: string };
+
+/** Circuit breaker in front of Redis. */
+export interface RedisBreakerOptions {
+  /** Consecutive failed Redis calls that trip the breaker. Default 3. */
+  failureThreshold?: number;
+  /** How long Redis is skipped once tripped, before one probe. Default `"5s"`. */
+  resetAfter?: Duration;
+}
+
+/** Settings shared by every form of the `redis` option. */
+export interface RedisCommonOptions {
+  /** Prefix of every Redis key the module writes. Default `"idem"`. */
+  keyPrefix?: string;
+  /** A Redis call slower than this counts as a failure and is answered from Postgres. Default `"250ms"`. */
+  commandTimeout?: Duration;
+  breaker?: RedisBreakerOptions;
+}
+
+/** Redis: a URL, ioredis options, or the app's own client. `false` runs on Postgres alone. */
+export type RedisModuleOptions =
+  | false
+  | (RedisCommonOptions & { url: string })
+  | (RedisCommonOptions & { client: Redis })
+  | (RedisCommonOptions & { options: RedisOptions });
+
+/** The request, as the interceptor sees it (Express or Fastify). */
+export interface IdempotencyRequest {
+  method: string;
+  url: string;
+  originalUrl?: string;
+  headers: Record<string, string | string[] | undefined>;
+  body?: unknown;
+  [extra: string]: unknown;
+}
+
+/** HTTP settings; every field can be overridden per route with `@Idempotent()`. */
+export interface HttpIdempotencyOptions {
+  /** Register the global interceptor. Default true. */
+  enabled?: boolean;
+  /** Request header carrying the key. Default `"Idempotency-Key"`. */
+  header?: string;
+  /** How long a completed key is remembered. Default `"24h"`. */
+  ttl?: Duration;
+  /** The claim's lease: a holder that stops renewing it for this long is presumed dead. Default `"30s"`. */
+  lockTimeout?: Duration;
+  /** Refuse requests without a key (400). Default false. */
+  required?: boolean;
+  /** Methods the interceptor acts on without `@Idempotent()`. Default `["POST", "PATCH"]`. */
+  methods?: string[];
+  /** The key's scope (tenant, user, API key); keys in different scopes never meet. Default: global. */
+  scope?: (request: IdempotencyRequest) => string | undefined;
+  /** Response headers stored and replayed besides Content-Type, Location and ETag. */
+  replayHeaders?: string[];
+  /** Body fields left out of the fingerprint (dotted paths, e.g. `"meta.sentAt"`). */
+  ignoreBodyFields?: string[];
+  /** Run the handler unprotected (with a warning) when the store is down, instead of answering 503. Default false. */
+  failOpen?: boolean;
+  /** Hold a duplicate until the first request finishes, at most this long, then replay; false answers 409 at once. Default false. */
+  wait?: false | Duration;
+}
+
+/** Per-route settings given to `@Idempotent()`. */
+export type IdempotentRouteOptions = Omit<HttpIdempotencyOptions, 'enabled' | 'methods' | 'header' | 'failOpen'>;
+
+/** Options of `IdempotencyModule.forRoot()` / `forRootAsync()`. */
+export interface IdempotencyModuleOptions {
+  postgres: PostgresOptions;
+  redis: RedisModuleOptions;
+  /** Apply the library's migrations at bootstrap; otherwise the schema is verified and bootstrap fails if it is missing. Default false. */
+  migrationsRun?: boolean;
+  http?: HttpIdempotencyOptions;
+}

@@ -1,0 +1,37 @@
+import type Redis from 'ioredis';
+import type { RedisOptions } from 'ioredis';
+import type { DataSource } from 'typeorm';
+import type { IdempotencyRequest } from './idempotency-options.interface';
+
+/** HTTP settings after defaults and duration parsing (internal). */
+export interface ResolvedHttpOptions {
+  enabled: boolean;
+  header: string;
+  ttlMs: number;
+  leaseMs: number;
+  required: boolean;
+  methods: Set<string>;
+  scope?: (request: IdempotencyRequest) => string | undefined;
+  replayHeaders: string[];
+  ignoreBodyFields: string[];
+  failOpen: boolean;
+  waitMs: number;
+}
+
+/** Module options after validation (internal). */
+export interface ResolvedOptions {
+  postgres:
+    | { kind: 'url'; url: string; schema: string; poolSize: number }
+    | { kind: 'dataSource'; dataSource: string | DataSource; schema?: string };
+  redis:
+    | false
+    | {
+        connection: { url: string } | { client: Redis } | { options: RedisOptions };
+        keyPrefix: string;
+        commandTimeoutMs: number;
+        failureThreshold: number;
+        resetAfterMs: number;
+      };
+  migrationsRun: boolean;
+  http: ResolvedHttpOptions;
+}

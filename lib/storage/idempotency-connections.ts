@@ -1,0 +1,131 @@
+import { Logger, OnApplicationShutdown } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import Redis from 'ioredis';
+import { Pool } from 'pg';
+import { DataSource } from 'typeorm';
+import { IDEMPOTENCY_MIGRATIONS, IDEMPOTENCY_MIGRATIONS_TABLE } from '../../migrations';
+import { IdempotencyConfigError } from '../errors/idempotency-config.error';
+import { IdempotencySchemaError } from '../errors/idempotency-schema.error';
+import type { ResolvedOptions } from '../interfaces/resolved-options';
+
+/**
+ * Owns (or borrows) the Postgres pool and the Redis client, prepares the schema at bootstrap,
+ * and closes what it owns on shutdown. Borrowed connections are left to their owner.
+ */
+export class IdempotencyConnections implements OnApplicationShutdown {
+  private readonly logger = new Logger('Idempotency');
+  private ownedPool?: Pool;
+  private ownedRedis?: Redis;
+
+  private constructor(
+    readonly pool: Pool,
+    readonly schema: string,
+    readonly redis: Redis | undefined,
+  ) {}
+
+  static async open(options: ResolvedOptions, moduleRef: ModuleRef): Promise<IdempotencyConnections> {
+    const { pool, schema, dataSourceOptions, owned } = await IdempotencyConnections.postgres(options, moduleRef);
+    let redis: Redis | undefined;
+    let redisOwned = false;
+    try {
+      await IdempotencyConnections.prepareSchema(dataSourceOptions, schema, options.migrationsRun);
+      if (options.redis) {
+        const c = options.redis.connection;
+        if ('client' in c) {
+          redis = c.client;
+        } else {
+          const common = { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true, retryStrategy: (n: number) => Math.min(n * 200, 2000) };
+          redis = 'url' in c ? new Redis(c.url, common) : new Redis({ ...c.options, ...common });
+          redisOwned = true;
+          redis.on('error', () => undefined); // failures are reported by the circuit breaker
+        }
+      }
+    } catch (err) {
+      if (owned) await pool.end();
+      throw err;
+    }
+    const connections = new IdempotencyConnections(pool, schema, redis);
+    if (owned) connections.ownedPool = pool;
+    if (redisOwned && redis) {
+      connections.ownedRedis = redis;
+      await redis.connect().catch((err: Error) => {
+        connections.logger.warn(`Redis is not reachable at startup (${err.message}); serving from Postgres alone until it is`);
+      });
+    }
+    return connections;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    if (this.ownedRedis) this.ownedRedis.disconnect();
+    if (this.ownedPool) await this.ownedPool.end();
+  }
+
+  private static async postgres(options: ResolvedOptions, moduleRef: ModuleRef) {
+    const pg = options.postgres;
+    if (pg.kind === 'url') {
+      const pool = new Pool({ connectionString: pg.url, max: pg.poolSize });
+      pool.on('error', () => undefined); // an idle client lost its connection; the next query reconnects
+      return { pool, schema: pg.schema, dataSourceOptions: { type: 'postgres' as const, url: pg.url }, owned: true };
+    }
+    const dataSource = typeof pg.dataSource === 'string' ? IdempotencyConnections.findDataSource(pg.dataSource, moduleRef) : pg.dataSource;
+    if (!dataSource.isInitialized) await dataSource.initialize();
+    if (dataSource.options.type !== 'postgres') {
+      throw new IdempotencyConfigError([`postgres.dataSource: the DataSource is of type "${dataSource.options.type}"; nestjs-idempotency needs Postgres`]);
+    }
+    const pool = (dataSource.driver as unknown as { master: Pool }).master;
+    const schema = pg.schema ?? (dataSource.options as { schema?: string }).schema ?? 'public';
+    return { pool, schema, dataSourceOptions: dataSource.options, owned: false };
+  }
+
+  private static findDataSource(name: string, moduleRef: ModuleRef): DataSource {
+    // Resolved lazily so the app's TypeOrmModule needs no import order relative to this module.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { getDataSourceToken } = require('@nestjs/typeorm') as typeof import('@nestjs/typeorm');
+    try {
+      return moduleRef.get<DataSource>(getDataSourceToken(name), { strict: false });
+    } catch {
+      throw new IdempotencyConfigError([
+        `postgres.dataSource: no TypeORM DataSource named "${name}" is registered; import TypeOrmModule.forRoot({ name: "${name}", … }) or pass { url }`,
+      ]);
+    }
+  }
+
+  /** Applies the library's migrations, or checks they were applied, on a short-lived connection of its own. */
+  private static async prepareSchema(connection: object, schema: string, run: boolean): Promise<void> {
+    const dataSource = new DataSource({
+      ...(connection as { type: 'postgres' }),
+      name: undefined,
+      schema,
+      entities: [],
+      subscribers: [],
+      synchronize: false,
+      migrationsRun: false,
+      logging: false,
+      poolSize: 1,
+      migrations: IDEMPOTENCY_MIGRATIONS,
+      migrationsTableName: IDEMPOTENCY_MIGRATIONS_TABLE,
+    } as never);
+    await dataSource.initialize();
+    try {
+      if (run) {
+        await dataSource.query(`CREATE SCHEMA IF NOT EXISTS "${schema.replace(/"/g, '""')}"`);
+        await dataSource.runMigrations({ transaction: 'each' });
+        return;
+      }
+      const applied = await IdempotencyConnections.appliedMigrations(dataSource, schema);
+      const missing = IDEMPOTENCY_MIGRATIONS.map((m) => m.name).filter((name) => !applied.has(name));
+      if (missing.length > 0) throw new IdempotencySchemaError(schema, missing);
+    } finally {
+      await dataSource.destroy();
+    }
+  }
+
+  private static async appliedMigrations(dataSource: DataSource, schema: string): Promise<Set<string>> {
+    const [{ exists }] = await dataSource.query<[{ exists: boolean }]>('SELECT to_regclass($1) IS NOT NULL AS exists', [
+      `"${schema.replace(/"/g, '""')}"."${IDEMPOTENCY_MIGRATIONS_TABLE}"`,
+    ]);
+    if (!exists) return new Set();
+    const rows = await dataSource.query<{ name: string }[]>(`SELECT name FROM "${schema.replace(/"/g, '""')}"."${IDEMPOTENCY_MIGRATIONS_TABLE}"`);
+    return new Set(rows.map((r) => r.name));
+  }
+}

@@ -1,0 +1,75 @@
+import { createHash } from 'node:crypto';
+import { RELEASED_STATUSES } from '../../core/idempotency-record';
+
+/** The name of the record table. */
+export const RECORDS_TABLE = 'idempotency_records';
+
+/** Quotes a Postgres identifier. */
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+/** The predicate of the partial unique index; `ON CONFLICT` must repeat it word for word. */
+export const ACTIVE_PREDICATE = `status NOT IN (${RELEASED_STATUSES.map((s) => `'${s}'`).join(', ')})`;
+
+interface Statement {
+  name: string;
+  text: string;
+}
+
+/** The hot-path statements, named so that pg prepares each once per connection. */
+export interface IdempotencySql {
+  claim: Statement;
+  complete: Statement;
+  release: Statement;
+  extend: Statement;
+  find: Statement;
+}
+
+export function idempotencySql(schema: string): IdempotencySql {
+  const table = `${quoteIdent(schema)}.${quoteIdent(RECORDS_TABLE)}`;
+  const ms = (param: string) => `(${param}::int * interval '1 millisecond')`;
+  const statements = {
+    // One round trip: take the key (new, expired, or a dead holder's lease with the same request),
+    // or read back who holds it. An empty result means the conflicting row is newer than our snapshot.
+    claim: `
+      WITH taken AS (
+        INSERT INTO ${table} AS r (scope, key, fingerprint, status, lease_token, locked_until, expires_at)
+        VALUES ($1, $2, $3, 'in_progress', $4, now() + ${ms('$5')}, now() + ${ms('$6')})
+        ON CONFLICT (scope, key) WHERE ${ACTIVE_PREDICATE}
+        DO UPDATE SET fingerprint = EXCLUDED.fingerprint, status = 'in_progress', lease_token = EXCLUDED.lease_token,
+          locked_until = EXCLUDED.locked_until, expires_at = EXCLUDED.expires_at, result = NULL, error = NULL,
+          attempts = r.attempts + 1, created_at = now(), completed_at = NULL
+        WHERE r.expires_at <= now()
+           OR (r.status = 'in_progress' AND r.locked_until <= now() AND r.fingerprint = EXCLUDED.fingerprint)
+        RETURNING r.id
+      )
+      SELECT id, 'acquired' AS outcome, NULL AS fingerprint, NULL::jsonb AS result, NULL::timestamptz AS locked_until, NULL::timestamptz AS expires_at
+        FROM taken
+      UNION ALL
+      SELECT id, status, fingerprint, result, locked_until, expires_at
+        FROM ${table}
+       WHERE scope = $1 AND key = $2 AND ${ACTIVE_PREDICATE} AND NOT EXISTS (SELECT 1 FROM taken)`,
+    complete: `
+      UPDATE ${table} SET status = 'completed', result = $3::jsonb, locked_until = NULL, completed_at = now()
+       WHERE id = $1 AND lease_token = $2 AND status = 'in_progress'
+      RETURNING expires_at`,
+    release: `
+      UPDATE ${table} SET status = 'failed', error = $3::jsonb, locked_until = NULL, completed_at = now()
+       WHERE id = $1 AND lease_token = $2 AND status = 'in_progress'`,
+    extend: `
+      UPDATE ${table} SET locked_until = now() + ${ms('$3')}
+       WHERE id = $1 AND lease_token = $2 AND status = 'in_progress'`,
+    find: `
+      SELECT id, status AS outcome, fingerprint, result, locked_until, expires_at
+        FROM ${table}
+       WHERE scope = $1 AND key = $2 AND ${ACTIVE_PREDICATE} AND expires_at > now()`,
+  };
+  // Statement names must differ per schema: pg caches prepared statements per connection by name.
+  const suffix = createHash('sha1').update(schema).digest('hex').slice(0, 8);
+  const named = {} as IdempotencySql;
+  for (const [name, text] of Object.entries(statements)) {
+    named[name as keyof IdempotencySql] = { name: `idem_${name}_${suffix}`, text };
+  }
+  return named;
+}

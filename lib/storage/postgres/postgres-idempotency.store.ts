@@ -1,0 +1,86 @@
+import { randomUUID } from 'node:crypto';
+import type { Pool, QueryResultRow } from 'pg';
+import { Claim, ClaimOutcome, ClaimRequest, CompletedRecord } from '../../core/idempotency-record';
+import { IdempotencyStore } from '../idempotency.store';
+import { IdempotencySql, idempotencySql } from './idempotency.sql';
+
+interface ClaimRow extends QueryResultRow {
+  id: string;
+  outcome: string;
+  fingerprint: string;
+  result: unknown;
+  locked_until: Date | null;
+  expires_at: Date;
+}
+
+/** How many times a claim is retried when it lost a race against a row its snapshot could not see yet. */
+const CLAIM_RACE_RETRIES = 5;
+
+/**
+ * The Postgres store: one prepared `INSERT … ON CONFLICT` per claim against the status-filtered
+ * partial unique index, and compare-and-set updates on the lease token for everything after it.
+ */
+export class PostgresIdempotencyStore extends IdempotencyStore {
+  private readonly sql: IdempotencySql;
+
+  constructor(private readonly pool: Pool, schema: string) {
+    super();
+    this.sql = idempotencySql(schema);
+  }
+
+  async claim(request: ClaimRequest): Promise<ClaimOutcome> {
+    const token = randomUUID();
+    const values = [request.scope, request.key, request.fingerprint, token, request.leaseMs, request.ttlMs];
+    for (let attempt = 0; attempt < CLAIM_RACE_RETRIES; attempt++) {
+      const { rows } = await this.pool.query<ClaimRow>({ ...this.sql.claim, values });
+      if (rows.length > 0) return this.toOutcome(rows[0], request, token);
+      // The conflicting row was committed after this statement's snapshot: ask again.
+    }
+    throw new Error(`claim of key "${request.key}" kept racing with concurrent writers; retry the request`);
+  }
+
+  async complete(claim: Claim, result: unknown): Promise<CompletedRecord | null> {
+    const { rows } = await this.pool.query<{ expires_at: Date }>({
+      ...this.sql.complete,
+      values: [claim.id, claim.token, JSON.stringify(result)],
+    });
+    if (rows.length === 0) return null;
+    return { fingerprint: claim.fingerprint, result, expiresAt: rows[0].expires_at.getTime() };
+  }
+
+  async release(claim: Claim, error?: unknown): Promise<void> {
+    await this.pool.query({
+      ...this.sql.release,
+      values: [claim.id, claim.token, error === undefined ? null : JSON.stringify(error)],
+    });
+  }
+
+  async extendLease(claim: Claim): Promise<boolean> {
+    const { rowCount } = await this.pool.query({ ...this.sql.extend, values: [claim.id, claim.token, claim.leaseMs] });
+    return (rowCount ?? 0) > 0;
+  }
+
+  async find(scope: string, key: string): Promise<ClaimOutcome | null> {
+    const { rows } = await this.pool.query<ClaimRow>({ ...this.sql.find, values: [scope, key] });
+    if (rows.length === 0) return null;
+    const row = rows[0];
+    if (row.outcome === 'completed') {
+      return { kind: 'completed', record: { fingerprint: row.fingerprint, result: row.result, expiresAt: row.expires_at.getTime() } };
+    }
+    return { kind: 'in_progress', fingerprint: row.fingerprint, lockedUntil: row.locked_until?.getTime() ?? 0 };
+  }
+
+  private toOutcome(row: ClaimRow, request: ClaimRequest, token: string): ClaimOutcome {
+    switch (row.outcome) {
+      case 'acquired':
+        return {
+          kind: 'acquired',
+          claim: { id: String(row.id), scope: request.scope, key: request.key, fingerprint: request.fingerprint, token, leaseMs: request.leaseMs },
+        };
+      case 'completed':
+        return { kind: 'completed', record: { fingerprint: row.fingerprint, result: row.result, expiresAt: row.expires_at.getTime() } };
+      default:
+        return { kind: 'in_progress', fingerprint: row.fingerprint, lockedUntil: row.locked_until?.getTime() ?? 0 };
+    }
+  }
+}

@@ -1,0 +1,98 @@
+import { createHash } from 'node:crypto';
+import type Redis from 'ioredis';
+import { CompletedRecord } from '../../core/idempotency-record';
+import { CacheLookup, IdempotencyCache } from '../idempotency.cache';
+import { CircuitBreaker } from './circuit-breaker';
+
+// KEYS[1] record, KEYS[2] in-flight marker; ARGV[1] fingerprint, ARGV[2] lease ms.
+// Returns {1, record} on a cached outcome, {2, fingerprint} when in flight, {0} after marking in flight.
+const LOOKUP = `
+local rec = redis.call('GET', KEYS[1])
+if rec then return {1, rec} end
+if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {0} end
+local fp = redis.call('GET', KEYS[2])
+if fp then return {2, fp} end
+return {0}`;
+
+// KEYS[1] record, KEYS[2] marker; ARGV[1] record JSON, ARGV[2] ttl ms.
+const REMEMBER = `
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('DEL', KEYS[2])
+return 1`;
+
+interface Script {
+  text: string;
+  sha: string;
+}
+
+function script(text: string): Script {
+  return { text, sha: createHash('sha1').update(text).digest('hex') };
+}
+
+interface CachedRecord {
+  f: string;
+  r: unknown;
+  e: number;
+}
+
+/**
+ * The Redis cache: completed records live under `<prefix>:{scope|key}:r` until they expire,
+ * in-flight markers under `<prefix>:{scope|key}:f` for one lease. Every call goes through a
+ * circuit breaker with a short timeout; on any failure it answers `miss` so Postgres decides.
+ */
+export class RedisIdempotencyCache extends IdempotencyCache {
+  private readonly lookupScript = script(LOOKUP);
+  private readonly rememberScript = script(REMEMBER);
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly breaker: CircuitBreaker,
+  ) {
+    super();
+  }
+
+  lookup(scope: string, key: string, fingerprint: string, leaseMs: number): Promise<CacheLookup> {
+    return this.breaker.run(async () => {
+      const reply = (await this.eval(this.lookupScript, this.keys(scope, key), [fingerprint, String(leaseMs)])) as [number, string?];
+      if (reply[0] === 1 && reply[1]) {
+        const cached = JSON.parse(reply[1]) as CachedRecord;
+        return { kind: 'hit', record: { fingerprint: cached.f, result: cached.r, expiresAt: cached.e } } as const;
+      }
+      if (reply[0] === 2 && reply[1] !== undefined) return { kind: 'busy', fingerprint: reply[1] } as const;
+      return { kind: 'miss' } as const;
+    }, { kind: 'miss' } as const);
+  }
+
+  async remember(scope: string, key: string, record: CompletedRecord): Promise<void> {
+    const ttl = record.expiresAt - Date.now();
+    if (ttl <= 0) return this.forget(scope, key);
+    const value: CachedRecord = { f: record.fingerprint, r: record.result, e: record.expiresAt };
+    await this.breaker.run(() => this.eval(this.rememberScript, this.keys(scope, key), [JSON.stringify(value), String(ttl)]), undefined);
+  }
+
+  async forget(scope: string, key: string): Promise<void> {
+    await this.breaker.run(() => this.redis.del(this.keys(scope, key)[1]), 0);
+  }
+
+  async touch(scope: string, key: string, leaseMs: number): Promise<void> {
+    await this.breaker.run(() => this.redis.pexpire(this.keys(scope, key)[1], leaseMs), 0);
+  }
+
+  private keys(scope: string, key: string): [string, string] {
+    // The hash tag keeps both keys in one Redis Cluster slot, as a Lua script requires.
+    const tag = `${this.prefix}:{${scope}|${key}}`;
+    return [`${tag}:r`, `${tag}:f`];
+  }
+
+  private async eval(s: Script, keys: string[], args: string[]): Promise<unknown> {
+    try {
+      return await this.redis.evalsha(s.sha, keys.length, ...keys, ...args);
+    } catch (err) {
+      if (err instanceof Error && err.message.startsWith('NOSCRIPT')) {
+        return this.redis.eval(s.text, keys.length, ...keys, ...args);
+      }
+      throw err;
+    }
+  }
+}

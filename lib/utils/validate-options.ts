@@ -1,0 +1,190 @@
+import { IdempotencyConfigError } from '../errors/idempotency-config.error';
+import type { IdempotencyModuleOptions } from '../interfaces/idempotency-options.interface';
+import type { ResolvedHttpOptions, ResolvedOptions } from '../interfaces/resolved-options';
+import { parseDuration } from './duration';
+
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+
+/** Collects problems instead of throwing at the first, so one startup error lists every bad option. */
+class Checker {
+  readonly problems: string[] = [];
+
+  fail(option: string, message: string): void {
+    this.problems.push(`${option}: ${message}`);
+  }
+
+  duration(option: string, value: unknown, fallback: number, { positive = false } = {}): number {
+    if (value === undefined) return fallback;
+    const parsed = parseDuration(value);
+    if (typeof parsed !== 'number') {
+      this.fail(option, parsed.error);
+      return fallback;
+    }
+    if (positive && parsed <= 0) {
+      this.fail(option, 'must be greater than zero');
+      return fallback;
+    }
+    return parsed;
+  }
+
+  boolean(option: string, value: unknown, fallback: boolean): boolean {
+    if (value === undefined) return fallback;
+    if (typeof value !== 'boolean') {
+      this.fail(option, `expected true or false, got ${JSON.stringify(value)}`);
+      return fallback;
+    }
+    return value;
+  }
+
+  stringList(option: string, value: unknown): string[] {
+    if (value === undefined) return [];
+    if (!Array.isArray(value) || value.some((v) => typeof v !== 'string' || v.length === 0)) {
+      this.fail(option, 'expected an array of non-empty strings');
+      return [];
+    }
+    return value as string[];
+  }
+
+  positiveInt(option: string, value: unknown, fallback: number): number {
+    if (value === undefined) return fallback;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+      this.fail(option, `expected a whole number of at least 1, got ${JSON.stringify(value)}`);
+      return fallback;
+    }
+    return value;
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function resolvePostgres(c: Checker, value: unknown): ResolvedOptions['postgres'] {
+  const fallback = { kind: 'url' as const, url: '', schema: 'public', poolSize: 10 };
+  if (!isObject(value)) {
+    c.fail('postgres', 'required: give { url: "postgres://…" } or { dataSource: "default" } to reuse your TypeORM DataSource');
+    return fallback;
+  }
+  const schema = value.schema;
+  if (schema !== undefined && (typeof schema !== 'string' || schema.length === 0 || schema.length > 63)) {
+    c.fail('postgres.schema', 'expected a schema name of 1 to 63 characters');
+  }
+  if ('dataSource' in value) {
+    const ds = value.dataSource;
+    if (typeof ds !== 'string' && !(isObject(ds) && typeof (ds as { query?: unknown }).query === 'function')) {
+      c.fail('postgres.dataSource', 'expected a DataSource name (as given to TypeOrmModule) or a DataSource instance');
+    }
+    return { kind: 'dataSource', dataSource: ds as string, schema: schema as string | undefined };
+  }
+  if (typeof value.url !== 'string' || !/^postgres(ql)?:\/\//.test(value.url)) {
+    c.fail('postgres.url', `expected a URL like "postgres://user:pass@host:5432/db", got ${JSON.stringify(value.url)}`);
+    return fallback;
+  }
+  return {
+    kind: 'url',
+    url: value.url,
+    schema: (schema as string | undefined) ?? 'public',
+    poolSize: c.positiveInt('postgres.poolSize', value.poolSize, 10),
+  };
+}
+
+function resolveRedis(c: Checker, value: unknown): ResolvedOptions['redis'] {
+  if (value === false) return false;
+  if (!isObject(value)) {
+    c.fail('redis', 'required: give { url: "redis://…" }, { client: yourIoredisClient }, { options: ioredisOptions }, or false to run on Postgres alone');
+    return false;
+  }
+  let connection: Exclude<ResolvedOptions['redis'], false>['connection'] | undefined;
+  if ('client' in value) {
+    const client = value.client as { evalsha?: unknown } | undefined;
+    if (!isObject(client) || typeof client.evalsha !== 'function') c.fail('redis.client', 'expected an ioredis client instance');
+    else connection = { client: value.client as never };
+  } else if ('options' in value) {
+    if (!isObject(value.options)) c.fail('redis.options', 'expected ioredis options (host, port, …)');
+    else connection = { options: value.options };
+  } else if (typeof value.url === 'string' && /^rediss?:\/\//.test(value.url)) {
+    connection = { url: value.url };
+  } else {
+    c.fail('redis.url', `expected a URL like "redis://127.0.0.1:6379", got ${JSON.stringify(value.url)}`);
+  }
+  const keyPrefix = value.keyPrefix ?? 'idem';
+  if (typeof keyPrefix !== 'string' || keyPrefix.length === 0) c.fail('redis.keyPrefix', 'expected a non-empty string');
+  const breaker = value.breaker ?? {};
+  if (!isObject(breaker)) c.fail('redis.breaker', 'expected { failureThreshold?, resetAfter? }');
+  const b = isObject(breaker) ? breaker : {};
+  const resolved = {
+    connection: connection ?? { url: '' },
+    keyPrefix: typeof keyPrefix === 'string' ? keyPrefix : 'idem',
+    commandTimeoutMs: c.duration('redis.commandTimeout', value.commandTimeout, 250, { positive: true }),
+    failureThreshold: c.positiveInt('redis.breaker.failureThreshold', b.failureThreshold, 3),
+    resetAfterMs: c.duration('redis.breaker.resetAfter', b.resetAfter, 5000, { positive: true }),
+  };
+  return resolved;
+}
+
+function resolveHttp(c: Checker, value: unknown): ResolvedHttpOptions {
+  const h = value === undefined ? {} : value;
+  if (!isObject(h)) {
+    c.fail('http', 'expected an object of HTTP settings');
+  }
+  const o = isObject(h) ? h : {};
+  const header = o.header ?? 'Idempotency-Key';
+  if (typeof header !== 'string' || !HEADER_NAME.test(header)) c.fail('http.header', `expected an HTTP header name, got ${JSON.stringify(header)}`);
+  const methods = o.methods === undefined ? ['POST', 'PATCH'] : c.stringList('http.methods', o.methods).map((m) => m.toUpperCase());
+  for (const m of methods) if (!HTTP_METHODS.includes(m)) c.fail('http.methods', `"${m}" is not an HTTP method; use ${HTTP_METHODS.join(', ')}`);
+  if (o.scope !== undefined && typeof o.scope !== 'function') c.fail('http.scope', 'expected a function (request) => string | undefined');
+  const wait = o.wait === undefined || o.wait === false ? 0 : c.duration('http.wait', o.wait, 0, { positive: true });
+  return {
+    enabled: c.boolean('http.enabled', o.enabled, true),
+    header: typeof header === 'string' ? header.toLowerCase() : 'idempotency-key',
+    ttlMs: c.duration('http.ttl', o.ttl, 86_400_000, { positive: true }),
+    leaseMs: c.duration('http.lockTimeout', o.lockTimeout, 30_000, { positive: true }),
+    required: c.boolean('http.required', o.required, false),
+    methods: new Set(methods),
+    scope: o.scope as ResolvedHttpOptions['scope'],
+    replayHeaders: c.stringList('http.replayHeaders', o.replayHeaders).map((name) => name.toLowerCase()),
+    ignoreBodyFields: c.stringList('http.ignoreBodyFields', o.ignoreBodyFields),
+    failOpen: c.boolean('http.failOpen', o.failOpen, false),
+    waitMs: wait,
+  };
+}
+
+const KNOWN_KEYS = ['postgres', 'redis', 'migrationsRun', 'http'];
+
+/** Validates module options and fills in defaults; throws one IdempotencyConfigError naming every bad option. */
+export function resolveOptions(options: IdempotencyModuleOptions | undefined): ResolvedOptions {
+  const c = new Checker();
+  if (!isObject(options)) {
+    throw new IdempotencyConfigError(['options: IdempotencyModule.forRoot() needs an options object with at least postgres and redis']);
+  }
+  for (const key of Object.keys(options)) {
+    if (!KNOWN_KEYS.includes(key)) c.fail(key, `unknown option; the options are ${KNOWN_KEYS.join(', ')}`);
+  }
+  const resolved: ResolvedOptions = {
+    postgres: resolvePostgres(c, options.postgres),
+    redis: resolveRedis(c, options.redis),
+    migrationsRun: c.boolean('migrationsRun', options.migrationsRun, false),
+    http: resolveHttp(c, options.http),
+  };
+  if (c.problems.length > 0) throw new IdempotencyConfigError(c.problems);
+  return resolved;
+}
+
+/** Parses the per-route overrides of `@Idempotent()`; route options are checked once per route. */
+export function resolveRouteOptions(base: ResolvedHttpOptions, route: Record<string, unknown>, where: string): ResolvedHttpOptions {
+  const merged = { ...route };
+  const c = new Checker();
+  const r: ResolvedHttpOptions = {
+    ...base,
+    ttlMs: c.duration('ttl', merged.ttl, base.ttlMs, { positive: true }),
+    leaseMs: c.duration('lockTimeout', merged.lockTimeout, base.leaseMs, { positive: true }),
+    required: c.boolean('required', merged.required, base.required),
+    scope: (merged.scope as ResolvedHttpOptions['scope']) ?? base.scope,
+    replayHeaders: merged.replayHeaders === undefined ? base.replayHeaders : c.stringList('replayHeaders', merged.replayHeaders).map((n) => n.toLowerCase()),
+    ignoreBodyFields: merged.ignoreBodyFields === undefined ? base.ignoreBodyFields : c.stringList('ignoreBodyFields', merged.ignoreBodyFields),
+    waitMs: merged.wait === undefined ? base.waitMs : merged.wait === false ? 0 : c.duration('wait', merged.wait, 0, { positive: true }),
+  };
+  if (c.problems.length > 0) throw new IdempotencyConfigError(c.problems.map((p) => `@Idempotent() on ${where}: ${p}`));
+  return r;
+}

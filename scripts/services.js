@@ -1,0 +1,211 @@
+'use strict';
+// Starts Postgres and Redis on 127.0.0.1 for the demo, the tests and the benchmarks,
+// unless DATABASE_URL / REDIS_URL are already set. Data lives under .data/ (ignored).
+const { spawn, spawnSync, execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const path = require('node:path');
+
+const ROOT = path.resolve(__dirname, '..');
+const DATA = path.join(ROOT, '.data');
+const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+
+function log(msg) {
+  process.stderr.write(`[services] ${msg}\n`);
+}
+
+function which(bin) {
+  const r = spawnSync('sh', ['-c', `command -v ${bin}`], { encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.trim() : null;
+}
+
+function findPostgresBin(name) {
+  const onPath = which(name);
+  if (onPath) return onPath;
+  const base = '/usr/lib/postgresql';
+  if (fs.existsSync(base)) {
+    const versions = fs.readdirSync(base).sort((a, b) => Number(b) - Number(a));
+    for (const v of versions) {
+      const candidate = path.join(base, v, 'bin', name);
+      if (fs.existsSync(candidate)) return candidate;
+    }
+  }
+  return null;
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function waitForPort(port, timeoutMs, proc, name) {
+  const deadline = Date.now() + timeoutMs;
+  return new Promise((resolve, reject) => {
+    const attempt = () => {
+      if (proc && proc.exitCode !== null) {
+        reject(new Error(`${name} exited with code ${proc.exitCode} before accepting connections`));
+        return;
+      }
+      const socket = net.connect(port, '127.0.0.1');
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve();
+      });
+      socket.once('error', () => {
+        socket.destroy();
+        if (Date.now() > deadline) reject(new Error(`${name} did not accept connections on 127.0.0.1:${port} within ${timeoutMs} ms`));
+        else setTimeout(attempt, 100);
+      });
+    };
+    attempt();
+  });
+}
+
+/** Runs a command as the unprivileged `postgres` user when we are root (initdb refuses root). */
+function asPgUser(cmd, args) {
+  if (!isRoot) return { cmd, args };
+  return { cmd: 'runuser', args: ['-u', 'postgres', '--', cmd, ...args] };
+}
+
+function ensureTraversable(dir) {
+  // The postgres user must be able to reach the data folder inside the project.
+  let current = dir;
+  while (current !== path.dirname(current)) {
+    const st = fs.statSync(current);
+    if ((st.mode & 0o001) === 0) {
+      fs.chmodSync(current, st.mode | 0o001);
+      log(`made ${current} traversable (o+x) so the postgres user can reach .data/`);
+    }
+    current = path.dirname(current);
+  }
+}
+
+async function startPostgres(name) {
+  const initdb = findPostgresBin('initdb');
+  const postgres = findPostgresBin('postgres');
+  if (!initdb || !postgres) {
+    throw new Error('Postgres binaries not found: install the "postgresql" package (apt-get install -y postgresql) or set DATABASE_URL.');
+  }
+  if (isRoot && spawnSync('id', ['postgres']).status !== 0) {
+    throw new Error('Running as root needs a "postgres" system user for initdb: install the "postgresql" package or set DATABASE_URL.');
+  }
+  const dir = path.join(DATA, name, 'pg');
+  fs.mkdirSync(path.dirname(dir), { recursive: true });
+  if (isRoot) ensureTraversable(path.dirname(dir));
+  if (!fs.existsSync(path.join(dir, 'PG_VERSION'))) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.mkdirSync(dir, { recursive: true });
+    if (isRoot) execFileSync('chown', ['-R', 'postgres', path.dirname(dir)]);
+    const { cmd, args } = asPgUser(initdb, ['-D', dir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-locale']);
+    const r = spawnSync(cmd, args, { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`initdb failed: ${r.stderr || r.stdout}`);
+  }
+  const port = await freePort();
+  const { cmd, args } = asPgUser(postgres, [
+    '-D', dir, '-p', String(port),
+    '-c', 'listen_addresses=127.0.0.1',
+    '-c', 'unix_socket_directories=',
+    '-c', 'max_connections=300',
+  ]);
+  const proc = spawn(cmd, args, { stdio: ['ignore', 'ignore', fs.openSync(path.join(DATA, name, 'postgres.log'), 'a')] });
+  await waitForPort(port, 30000, proc, 'postgres');
+  // TCP accepts before recovery finishes; wait until a query works.
+  const { Client } = require('pg');
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    const client = new Client({ connectionString: url });
+    try {
+      await client.connect();
+      await client.query('select 1');
+      await client.end();
+      break;
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  return { url, proc };
+}
+
+function ensureRedisServer() {
+  let bin = which('redis-server');
+  if (bin) return bin;
+  if (!isRoot) {
+    throw new Error('redis-server not found: install the "redis-server" package (sudo apt-get install -y redis-server) or set REDIS_URL.');
+  }
+  log('redis-server not found; installing the redis-server package with apt-get');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
+  execFileSync('apt-get', ['install', '-y', '-qq', 'redis-server'], { stdio: 'inherit', env });
+  bin = which('redis-server');
+  if (!bin) throw new Error('apt-get installed redis-server but it is not on PATH');
+  return bin;
+}
+
+/** Starts a redis-server on the given (or a free) port; used by tests that stop and restart Redis too. */
+async function startRedis(name, fixedPort) {
+  const bin = ensureRedisServer();
+  const port = fixedPort || (await freePort());
+  const dir = path.join(DATA, name, 'redis');
+  fs.mkdirSync(dir, { recursive: true });
+  const proc = spawn(bin, [
+    '--port', String(port), '--bind', '127.0.0.1', '--dir', dir,
+    '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--protected-mode', 'no',
+  ], { stdio: ['ignore', 'ignore', 'ignore'] });
+  await waitForPort(port, 15000, proc, 'redis-server');
+  return { url: `redis://127.0.0.1:${port}`, port, proc };
+}
+
+function stop(proc, signal = 'SIGTERM') {
+  return new Promise((resolve) => {
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return resolve();
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 10000);
+    proc.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    proc.kill(signal);
+  });
+}
+
+/**
+ * Ensures DATABASE_URL and REDIS_URL: uses the environment's when set, else starts local servers.
+ * Returns { env, stop } where stop() ends only what was started here.
+ */
+async function ensureServices(name) {
+  const started = [];
+  const env = {};
+  try {
+    if (process.env.DATABASE_URL) {
+      env.DATABASE_URL = process.env.DATABASE_URL;
+    } else {
+      const pg = await startPostgres(name);
+      started.push(pg.proc);
+      env.DATABASE_URL = pg.url;
+      log(`postgres on ${pg.url}`);
+    }
+    if (process.env.REDIS_URL) {
+      env.REDIS_URL = process.env.REDIS_URL;
+    } else {
+      const redis = await startRedis(name);
+      started.push(redis.proc);
+      env.REDIS_URL = redis.url;
+      log(`redis on ${redis.url}`);
+    }
+  } catch (err) {
+    await Promise.all(started.map((p) => stop(p)));
+    throw err;
+  }
+  return { env, stop: () => Promise.all(started.map((p) => stop(p))) };
+}
+
+module.exports = { ensureServices, startRedis, startPostgres, stop, freePort, ROOT };

@@ -1,0 +1,4 @@
+module.exports = async function globalTeardown() {
+  const services = globalThis.__IDEMPOTENCY_SERVICES__;
+  if (services) await services.stop();
+};

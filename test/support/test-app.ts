@@ -1,0 +1,69 @@
+import { INestApplication, ModuleMetadata, Type } from '@nestjs/common';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Test } from '@nestjs/testing';
+import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
+import { IdempotencyModule, IdempotencyModuleOptions } from '../../lib';
+
+export type AdapterName = 'express' | 'fastify';
+export const ADAPTERS: AdapterName[] = ['express', 'fastify'];
+
+export function databaseUrl(): string {
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error('DATABASE_URL is not set: run the suite with `npm test`, which starts Postgres and Redis');
+  return url;
+}
+
+export function redisUrl(): string {
+  const url = process.env.REDIS_URL;
+  if (!url) throw new Error('REDIS_URL is not set: run the suite with `npm test`, which starts Postgres and Redis');
+  return url;
+}
+
+/** A fresh schema name, so each suite sees only its own records. */
+export function uniqueSchema(prefix = 't'): string {
+  return `${prefix}_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+}
+
+export interface TestAppOptions {
+  adapter: AdapterName;
+  controllers: Type<unknown>[];
+  providers?: ModuleMetadata['providers'];
+  options?: Partial<IdempotencyModuleOptions>;
+  schema?: string;
+}
+
+/** Builds a Nest app on the chosen adapter with IdempotencyModule against the suite's Postgres and Redis. */
+export async function createTestApp(config: TestAppOptions): Promise<INestApplication> {
+  const schema = config.schema ?? uniqueSchema();
+  const moduleRef = await Test.createTestingModule({
+    imports: [
+      IdempotencyModule.forRoot({
+        postgres: { url: databaseUrl(), schema },
+        redis: { url: redisUrl(), keyPrefix: `idem-${schema}` },
+        migrationsRun: true,
+        ...config.options,
+      }),
+    ],
+    controllers: config.controllers,
+    providers: config.providers ?? [],
+  }).compile();
+  const app = config.adapter === 'fastify'
+    ? moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter())
+    : moduleRef.createNestApplication();
+  app.useLogger(false);
+  await app.init();
+  if (config.adapter === 'fastify') await (app as NestFastifyApplication).getHttpAdapter().getInstance().ready();
+  return app;
+}
+
+/** Runs a query against the suite's database. */
+export async function sql<T = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<T[]> {
+  const client = new Client({ connectionString: databaseUrl() });
+  await client.connect();
+  try {
+    return (await client.query(text, values)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}

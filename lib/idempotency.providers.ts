@@ -1,5 +1,5 @@
 import { Logger, Provider } from '@nestjs/common';
-import { APP_FILTER, APP_INTERCEPTOR, ModuleRef } from '@nestjs/core';
+import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
 import { IdempotencyService } from './core/idempotency.service';
 import { IdempotencyMetadataAccessor } from './http/idempotency-metadata.accessor';
 import { IdempotencyInterceptor } from './http/idempotency.interceptor';
@@ -23,26 +23,22 @@ export const idempotencyProviders: Provider[] = [
     useFactory: (options: IdempotencyModuleOptions) => resolveOptions(options),
     inject: [IDEMPOTENCY_MODULE_OPTIONS],
   },
-  {
-    provide: IdempotencyConnections,
-    useFactory: (options: ResolvedOptions, moduleRef: ModuleRef) => IdempotencyConnections.open(options, moduleRef),
-    inject: [RESOLVED_IDEMPOTENCY_OPTIONS, ModuleRef],
-  },
+  IdempotencyConnections,
   {
     provide: IdempotencyStore,
-    useFactory: (connections: IdempotencyConnections) => new PostgresIdempotencyStore(connections.pool, connections.schema),
+    useFactory: (connections: IdempotencyConnections) => new PostgresIdempotencyStore(connections),
     inject: [IdempotencyConnections],
   },
   {
     provide: IdempotencyCache,
     useFactory: (options: ResolvedOptions, connections: IdempotencyConnections) => {
-      if (!options.redis || !connections.redis) return new NoCache();
+      if (!options.redis) return new NoCache();
       const breaker = new CircuitBreaker('Redis', {
         failureThreshold: options.redis.failureThreshold,
         resetAfterMs: options.redis.resetAfterMs,
         timeoutMs: options.redis.commandTimeoutMs,
       }, new Logger('Idempotency'));
-      return new RedisIdempotencyCache(connections.redis, options.redis.keyPrefix, breaker);
+      return new RedisIdempotencyCache(connections, options.redis.keyPrefix, breaker);
     },
     inject: [RESOLVED_IDEMPOTENCY_OPTIONS, IdempotencyConnections],
   },

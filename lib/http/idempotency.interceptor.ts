@@ -19,6 +19,9 @@ import {
 /** 4xx statuses that mean "try again": the key is released rather than the outcome stored. */
 const RETRYABLE_CLIENT_STATUSES = new Set([408, 409, 425, 429]);
 
+/** Duplicates usually finish in well under a second: hint a short retry rather than the whole lease. */
+const RETRY_AFTER_MAX_SECONDS = 1;
+
 /** A route's effective settings, and whether it opted in with `@Idempotent()`. */
 interface RouteSettings {
   http: ResolvedHttpOptions;
@@ -99,7 +102,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       case 'in_progress':
         throw new IdempotencyProblemException(
           'in-progress', `a request with idempotency key "${key}" is still being processed; retry later`,
-          { 'Retry-After': String(Math.max(1, Math.ceil(begun.retryAfterMs / 1000))) },
+          { 'Retry-After': String(Math.min(RETRY_AFTER_MAX_SECONDS, Math.max(1, Math.ceil(begun.retryAfterMs / 1000)))) },
         );
       case 'acquired':
         return this.run(begun.claim, response, route, next);
@@ -164,7 +167,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         return stored.body.v;
       case 'j':
         // Send the stored JSON text itself so the replayed bytes are the original bytes.
-        if (stored.headers['content-type'] === undefined) adapter.setHeader(response, 'Content-Type', 'application/json; charset=utf-8');
+        if (!Object.keys(stored.headers).some((name) => name.toLowerCase() === 'content-type')) adapter.setHeader(response, 'Content-Type', 'application/json; charset=utf-8');
         return stored.body.v;
       case 'x':
         throw new HttpException(JSON.parse(stored.body.v) as object, stored.status);

@@ -8,7 +8,7 @@ const NEVER_REPLAYED = new Set([
 ]);
 
 /** Headers stored by default. */
-export const DEFAULT_REPLAY_HEADERS = ['content-type', 'location', 'etag'];
+export const DEFAULT_REPLAY_HEADERS = ['Content-Type', 'Location', 'ETag'];
 
 /** A response as stored in the record: the body is kept as the exact JSON text or string that was sent. */
 export interface StoredResponse {
@@ -36,7 +36,7 @@ export function isUnstorable(value: unknown, response: ResponseLike): boolean {
 export function pickHeaders(response: ResponseLike, names: readonly string[]): Record<string, string | string[]> {
   const headers: Record<string, string | string[]> = {};
   for (const name of names) {
-    if (NEVER_REPLAYED.has(name)) continue;
+    if (NEVER_REPLAYED.has(name.toLowerCase())) continue;
     const value = response.getHeader(name);
     if (value !== undefined) headers[name] = typeof value === 'number' ? String(value) : value;
   }

@@ -1,4 +1,4 @@
-import { Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import Redis from 'ioredis';
 import { Pool } from 'pg';
@@ -6,58 +6,73 @@ import { DataSource } from 'typeorm';
 import { IDEMPOTENCY_MIGRATIONS, IDEMPOTENCY_MIGRATIONS_TABLE } from '../../migrations';
 import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 import { IdempotencySchemaError } from '../errors/idempotency-schema.error';
+import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 
 /**
  * Owns (or borrows) the Postgres pool and the Redis client, prepares the schema at bootstrap,
  * and closes what it owns on shutdown. Borrowed connections are left to their owner.
  */
-export class IdempotencyConnections implements OnApplicationShutdown {
+@Injectable()
+export class IdempotencyConnections implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('Idempotency');
+  private opened?: { pool: Pool; schema: string; redis?: Redis };
   private ownedPool?: Pool;
   private ownedRedis?: Redis;
 
-  private constructor(
-    readonly pool: Pool,
-    readonly schema: string,
-    readonly redis: Redis | undefined,
+  constructor(
+    @Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions,
+    private readonly moduleRef: ModuleRef,
   ) {}
 
-  static async open(options: ResolvedOptions, moduleRef: ModuleRef): Promise<IdempotencyConnections> {
-    const { pool, schema, dataSourceOptions, owned } = await IdempotencyConnections.postgres(options, moduleRef);
+  /** The Postgres pool the store queries. */
+  get pool(): Pool {
+    return this.state().pool;
+  }
+
+  /** The schema of the library's tables. */
+  get schema(): string {
+    return this.state().schema;
+  }
+
+  /** The Redis client, when Redis is enabled. */
+  get redis(): Redis | undefined {
+    return this.state().redis;
+  }
+
+  // Opened in onModuleInit, not in a factory: by then every provider exists, including the app's
+  // TypeORM DataSource when it is reused by name, whatever the order of module imports.
+  async onModuleInit(): Promise<void> {
+    const options = this.options;
+    const { pool, schema, dataSourceOptions, owned } = await IdempotencyConnections.postgres(options, this.moduleRef);
+    if (owned) this.ownedPool = pool;
+    await IdempotencyConnections.prepareSchema(dataSourceOptions, schema, options.migrationsRun);
     let redis: Redis | undefined;
-    let redisOwned = false;
-    try {
-      await IdempotencyConnections.prepareSchema(dataSourceOptions, schema, options.migrationsRun);
-      if (options.redis) {
-        const c = options.redis.connection;
-        if ('client' in c) {
-          redis = c.client;
-        } else {
-          const common = { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true, retryStrategy: (n: number) => Math.min(n * 200, 2000) };
-          redis = 'url' in c ? new Redis(c.url, common) : new Redis({ ...c.options, ...common });
-          redisOwned = true;
-          redis.on('error', () => undefined); // failures are reported by the circuit breaker
-        }
+    if (options.redis) {
+      const c = options.redis.connection;
+      if ('client' in c) {
+        redis = c.client;
+      } else {
+        const common = { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true, retryStrategy: (n: number) => Math.min(n * 200, 2000) };
+        redis = 'url' in c ? new Redis(c.url, common) : new Redis({ ...c.options, ...common });
+        redis.on('error', () => undefined); // failures are reported by the circuit breaker
+        this.ownedRedis = redis;
+        await redis.connect().catch((err: Error) => {
+          this.logger.warn(`Redis is not reachable at startup (${err.message}); serving from Postgres alone until it is`);
+        });
       }
-    } catch (err) {
-      if (owned) await pool.end();
-      throw err;
     }
-    const connections = new IdempotencyConnections(pool, schema, redis);
-    if (owned) connections.ownedPool = pool;
-    if (redisOwned && redis) {
-      connections.ownedRedis = redis;
-      await redis.connect().catch((err: Error) => {
-        connections.logger.warn(`Redis is not reachable at startup (${err.message}); serving from Postgres alone until it is`);
-      });
-    }
-    return connections;
+    this.opened = { pool, schema, redis };
   }
 
   async onApplicationShutdown(): Promise<void> {
     if (this.ownedRedis) this.ownedRedis.disconnect();
     if (this.ownedPool) await this.ownedPool.end();
+  }
+
+  private state(): { pool: Pool; schema: string; redis?: Redis } {
+    if (!this.opened) throw new Error('nestjs-idempotency is not initialized yet: call app.init() (or listen()) before using it');
+    return this.opened;
   }
 
   private static async postgres(options: ResolvedOptions, moduleRef: ModuleRef) {

@@ -143,7 +143,7 @@ function resolveHttp(c: Checker, value: unknown): ResolvedHttpOptions {
     required: c.boolean('http.required', o.required, false),
     methods: new Set(methods),
     scope: o.scope as ResolvedHttpOptions['scope'],
-    replayHeaders: c.stringList('http.replayHeaders', o.replayHeaders).map((name) => name.toLowerCase()),
+    replayHeaders: c.stringList('http.replayHeaders', o.replayHeaders),
     ignoreBodyFields: c.stringList('http.ignoreBodyFields', o.ignoreBodyFields),
     failOpen: c.boolean('http.failOpen', o.failOpen, false),
     waitMs: wait,
@@ -181,7 +181,7 @@ export function resolveRouteOptions(base: ResolvedHttpOptions, route: Record<str
     leaseMs: c.duration('lockTimeout', merged.lockTimeout, base.leaseMs, { positive: true }),
     required: c.boolean('required', merged.required, base.required),
     scope: (merged.scope as ResolvedHttpOptions['scope']) ?? base.scope,
-    replayHeaders: merged.replayHeaders === undefined ? base.replayHeaders : c.stringList('replayHeaders', merged.replayHeaders).map((n) => n.toLowerCase()),
+    replayHeaders: merged.replayHeaders === undefined ? base.replayHeaders : c.stringList('replayHeaders', merged.replayHeaders),
     ignoreBodyFields: merged.ignoreBodyFields === undefined ? base.ignoreBodyFields : c.stringList('ignoreBodyFields', merged.ignoreBodyFields),
     waitMs: merged.wait === undefined ? base.waitMs : merged.wait === false ? 0 : c.duration('wait', merged.wait, 0, { positive: true }),
   };

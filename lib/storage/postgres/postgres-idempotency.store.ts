@@ -21,11 +21,19 @@ const CLAIM_RACE_RETRIES = 5;
  * partial unique index, and compare-and-set updates on the lease token for everything after it.
  */
 export class PostgresIdempotencyStore extends IdempotencyStore {
-  private readonly sql: IdempotencySql;
+  private statements?: IdempotencySql;
 
-  constructor(private readonly pool: Pool, schema: string) {
+  /** `connection` is read on each call: the pool is opened at module init, after this store is built. */
+  constructor(private readonly connection: { readonly pool: Pool; readonly schema: string }) {
     super();
-    this.sql = idempotencySql(schema);
+  }
+
+  private get pool(): Pool {
+    return this.connection.pool;
+  }
+
+  private get sql(): IdempotencySql {
+    return (this.statements ??= idempotencySql(this.connection.schema));
   }
 
   async claim(request: ClaimRequest): Promise<ClaimOutcome> {

@@ -45,7 +45,7 @@ export class RedisIdempotencyCache extends IdempotencyCache {
   private readonly rememberScript = script(REMEMBER);
 
   constructor(
-    private readonly redis: Redis,
+    private readonly connection: { readonly redis?: Redis },
     private readonly prefix: string,
     private readonly breaker: CircuitBreaker,
   ) {
@@ -77,6 +77,12 @@ export class RedisIdempotencyCache extends IdempotencyCache {
 
   async touch(scope: string, key: string, leaseMs: number): Promise<void> {
     await this.breaker.run(() => this.redis.pexpire(this.keys(scope, key)[1], leaseMs), 0);
+  }
+
+  private get redis(): Redis {
+    const redis = this.connection.redis;
+    if (!redis) throw new Error('Redis is not connected');
+    return redis;
   }
 
   private keys(scope: string, key: string): [string, string] {

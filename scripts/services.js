@@ -181,7 +181,7 @@ function stop(proc, signal = 'SIGTERM') {
  * Ensures DATABASE_URL and REDIS_URL: uses the environment's when set, else starts local servers.
  * Returns { env, stop } where stop() ends only what was started here.
  */
-async function ensureServices(name) {
+async function ensureServices(name, { ephemeral = false } = {}) {
   const started = [];
   const env = {};
   try {
@@ -205,7 +205,13 @@ async function ensureServices(name) {
     await Promise.all(started.map((p) => stop(p)));
     throw err;
   }
-  return { env, stop: () => Promise.all(started.map((p) => stop(p))) };
+  return {
+    env,
+    stop: async () => {
+      await Promise.all(started.map((p) => stop(p)));
+      if (ephemeral && started.length > 0) fs.rmSync(path.join(DATA, name), { recursive: true, force: true });
+    },
+  };
 }
 
 module.exports = { ensureServices, startRedis, startPostgres, stop, freePort, ROOT };

@@ -1,0 +1,216 @@
+'use strict';
+// `npm run demo`: starts Postgres and Redis (unless DATABASE_URL / REDIS_URL are set), runs the
+// sample app (sample-app/) and walks through the Idempotency-Key behaviour with a scripted client.
+// Set DEMO_VERBOSE=1 to see the app's own log as it runs.
+const { spawn } = require('node:child_process');
+const { randomUUID } = require('node:crypto');
+const path = require('node:path');
+const { ensureServices, freePort, stop, ROOT } = require('./services');
+
+const CONCURRENT = 20;
+const STARTUP_TIMEOUT_MS = 90000;
+const verbose = process.env.DEMO_VERBOSE === '1';
+
+class DemoFailure extends Error {}
+
+function check(condition, message) {
+  if (!condition) throw new DemoFailure(message);
+}
+
+const out = (line = '') => process.stdout.write(`${line}\n`);
+const indent = (text, pad = '      ') => text.split('\n').map((l) => pad + l).join('\n');
+const newKey = (label) => `demo-${label}-${randomUUID()}`;
+
+/** Starts the sample app on a free port (see waitForApp). */
+async function startApp(env) {
+  const port = await freePort();
+  const logs = [];
+  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', path.join('sample-app', 'main.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', TS_NODE_PROJECT: path.join(ROOT, 'tsconfig.json'), NO_COLOR: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const collect = (chunk) => {
+    const text = chunk.toString();
+    logs.push(text);
+    if (verbose) process.stderr.write(indent(text.trimEnd(), '  [app] ') + '\n');
+  };
+  child.stdout.on('data', collect);
+  child.stderr.on('data', collect);
+  return { child, port, base: `http://127.0.0.1:${port}`, logs };
+}
+
+/** Resolves once the app answers HTTP; fails if it exits or takes too long. */
+async function waitForApp(app) {
+  const { child } = app;
+  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new DemoFailure(`the sample app exited during startup (code ${child.exitCode ?? child.signalCode})`);
+    }
+    try {
+      const res = await fetch(`${app.base}/payments/ledger/count`, { signal: AbortSignal.timeout(2000) });
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new DemoFailure(`the sample app did not answer on ${app.base} within ${STARTUP_TIMEOUT_MS / 1000}s`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** POST /payments with a key; returns status, headers and parsed body. */
+async function charge(app, key, body) {
+  const res = await fetch(`${app.base}/payments`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+async function ledgerCount(app) {
+  const res = await fetch(`${app.base}/payments/ledger/count`);
+  check(res.ok, `GET /payments/ledger/count answered ${res.status}`);
+  return (await res.json()).count;
+}
+
+function showRequest(key, body) {
+  out(`    POST /payments   Idempotency-Key: ${key}`);
+  out(`    ${JSON.stringify(body)}`);
+}
+
+function showResponse(r, headerNames) {
+  out(`    → ${r.status}`);
+  for (const name of headerNames) {
+    const value = r.headers.get(name);
+    if (value !== null) out(`      ${name}: ${value}`);
+  }
+  out(indent(r.json !== undefined ? JSON.stringify(r.json, null, 2) : r.text));
+}
+
+async function runScript(app) {
+  const baseline = await ledgerCount(app);
+  out(`Sample app on ${app.base} — ledger holds ${baseline} charge(s) before the demo.`);
+
+  // 1. First charge with a fresh key.
+  out();
+  out('1) First charge with a fresh key — the handler runs and records a charge');
+  const key = newKey('pay');
+  const body = { amount: 4200, currency: 'EUR' };
+  showRequest(key, body);
+  const first = await charge(app, key, body);
+  showResponse(first, ['Location', 'Idempotent-Replayed']);
+  check(first.status === 201, `expected 201 for the first charge, got ${first.status}: ${first.text}`);
+  check(first.headers.get('Idempotent-Replayed') === null, 'the first response must not carry Idempotent-Replayed');
+  const location = first.headers.get('Location');
+  check(location === `/payments/${first.json.id}`, `expected Location /payments/${first.json.id}, got ${location}`);
+  const fetched = await fetch(app.base + location);
+  out(`    GET ${location} → ${fetched.status}`);
+  check(fetched.status === 200, `GET ${location} answered ${fetched.status}`);
+  check((await ledgerCount(app)) === baseline + 1, 'the first charge should add exactly one ledger row');
+
+  // 2. The same request again.
+  out();
+  out('2) The same request retried (say the client timed out) — replayed, not charged again');
+  showRequest(key, body);
+  const retry = await charge(app, key, body);
+  showResponse(retry, ['Location', 'Idempotent-Replayed']);
+  check(retry.status === 201, `expected the replay to keep status 201, got ${retry.status}`);
+  check(retry.headers.get('Idempotent-Replayed') === 'true', 'expected Idempotent-Replayed: true on the retry');
+  check(retry.text === first.text, 'the replayed body differs from the original');
+  check(retry.headers.get('Location') === location, 'the replayed Location differs from the original');
+  const afterRetry = await ledgerCount(app);
+  out(`    same body byte for byte: yes; ledger still holds ${afterRetry - baseline} new charge(s)`);
+  check(afterRetry === baseline + 1, `the retry charged again (ledger grew to ${afterRetry})`);
+
+  // 3. A storm of concurrent duplicates.
+  out();
+  out(`3) ${CONCURRENT} concurrent duplicates with a new key — exactly one runs`);
+  const stormKey = newKey('storm');
+  const stormBody = { amount: 999, currency: 'USD' };
+  showRequest(stormKey, stormBody);
+  const results = await Promise.all(Array.from({ length: CONCURRENT }, () => charge(app, stormKey, stormBody)));
+  const ran = results.filter((r) => r.status === 201 && r.headers.get('Idempotent-Replayed') === null);
+  const replayed = results.filter((r) => r.status === 201 && r.headers.get('Idempotent-Replayed') === 'true');
+  const conflicts = results.filter((r) => r.status === 409);
+  const other = results.filter((r) => r.status !== 201 && r.status !== 409);
+  out(`    → 201 (ran the handler): ${ran.length}`);
+  out(`    → 201 (replayed):        ${replayed.length}`);
+  out(`    → 409 (in progress):     ${conflicts.length}` +
+    (conflicts.length ? `   e.g. Retry-After: ${conflicts[0].headers.get('Retry-After')}, ${conflicts[0].headers.get('Content-Type')}` : ''));
+  if (other.length) out(`    → other: ${other.map((r) => `${r.status} ${r.text}`).join('; ')}`);
+  const afterStorm = await ledgerCount(app);
+  const ids = new Set([...ran, ...replayed].map((r) => r.json.id));
+  out(`    charges recorded for this key: ${afterStorm - afterRetry} (payment ids seen: ${[...ids].join(', ')})`);
+  check(other.length === 0, `unexpected statuses in the storm: ${other.map((r) => r.status).join(', ')}`);
+  check(ran.length === 1, `expected exactly one request to run the handler, got ${ran.length}`);
+  check(ids.size === 1, `the successful responses name ${ids.size} different payments`);
+  check(conflicts.every((r) => r.headers.get('Retry-After') !== null), 'a 409 came without Retry-After');
+  check(afterStorm === afterRetry + 1, `expected one new ledger row, got ${afterStorm - afterRetry}`);
+
+  // 4. The first key reused for a different request.
+  out();
+  out('4) The first key reused with another amount — refused, nothing charged');
+  const changed = { amount: 5000, currency: 'EUR' };
+  showRequest(key, changed);
+  const mismatch = await charge(app, key, changed);
+  showResponse(mismatch, ['Content-Type']);
+  check(mismatch.status === 422, `expected 422, got ${mismatch.status}: ${mismatch.text}`);
+  check((mismatch.headers.get('Content-Type') || '').startsWith('application/problem+json'), 'expected an application/problem+json body');
+  check(mismatch.json && mismatch.json.status === 422 && typeof mismatch.json.type === 'string', 'the 422 body is not problem details');
+
+  // 5. The ledger.
+  out();
+  const final = await ledgerCount(app);
+  out(`5) Ledger: ${final} charge(s) in total, ${final - baseline} added by this demo ` +
+    `from ${3 + CONCURRENT} payment requests (expected 2: one per key).`);
+  check(final === baseline + 2, `expected the demo to add 2 ledger rows, it added ${final - baseline}`);
+}
+
+async function main() {
+  let services;
+  let app;
+  let interrupted = false;
+  const cleanup = async () => {
+    if (app) await stop(app.child);
+    if (services) await services.stop();
+  };
+  process.once('SIGINT', () => {
+    interrupted = true;
+    process.stderr.write('\ninterrupted; stopping the app and the services the demo started\n');
+    void cleanup().finally(() => process.exit(130));
+  });
+
+  try {
+    services = await ensureServices('demo');
+    if (interrupted) return;
+    app = await startApp(services.env);
+    await waitForApp(app);
+    await runScript(app);
+    out();
+    out('Demo finished: every step behaved as expected.');
+  } catch (err) {
+    if (interrupted) return;
+    process.exitCode = 1;
+    process.stderr.write(`\nDEMO FAILED: ${err instanceof DemoFailure ? err.message : err.stack || err}\n`);
+    if (app && app.logs.length) {
+      const tail = app.logs.join('').trimEnd().split('\n').slice(-40).join('\n');
+      process.stderr.write(`\nLast lines of the sample app's log:\n${indent(tail, '  ')}\n`);
+    }
+  } finally {
+    if (!interrupted) await cleanup().catch((err) => {
+      process.exitCode = 1;
+      process.stderr.write(`could not stop everything cleanly: ${err.message}\n`);
+    });
+  }
+}
+
+void main();

@@ -6,3 +6,5 @@ export const SKIP_IDEMPOTENCY_METADATA = 'nestjs-idempotency:skip';
 export const RESOLVED_IDEMPOTENCY_OPTIONS = Symbol('nestjs-idempotency:resolved-options');
 /** Header added to replayed responses. */
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
+/** Metadata key of `@IdempotentMethod()`. */
+export const IDEMPOTENT_METHOD_METADATA = 'nestjs-idempotency:method';

@@ -1,8 +1,16 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { DuplicateExecutionError } from '../errors/duplicate-execution.error';
+import { IdempotencyConfigError } from '../errors/idempotency-config.error';
+import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.error';
+import { ResultNotStoredError } from '../errors/result-not-stored.error';
 import { StoreUnavailableError } from '../errors/store-unavailable.error';
+import { StoredFailureError } from '../errors/stored-failure.error';
+import type { RunOptions } from '../interfaces/run-options.interface';
+import { parseDuration } from '../utils/duration';
 import { IdempotencyCache } from '../storage/idempotency.cache';
 import { IdempotencyStore } from '../storage/idempotency.store';
 import { Claim, ClaimRequest, CompletedRecord } from './idempotency-record';
+import { failureOutcome, RunOutcome, successOutcome } from './run-outcome';
 
 /** What `begin` decided for a request. */
 export type BeginResult =
@@ -10,6 +18,8 @@ export type BeginResult =
   | { kind: 'replay'; record: CompletedRecord }
   | { kind: 'mismatch' }
   | { kind: 'in_progress'; retryAfterMs: number };
+
+const RUN_DEFAULTS = { ttlMs: 86_400_000, leaseMs: 30_000, waitMs: 30_000 };
 
 const WAIT_POLL_MIN_MS = 20;
 const WAIT_POLL_MAX_MS = 250;
@@ -63,7 +73,65 @@ export class IdempotencyService {
           if (cached.kind === 'miss') await this.cache.forget(request.scope, request.key);
           return { kind: 'mismatch' };
         }
+        // A marker this request set must not outlive the holder's lease, or a dead holder's key stays blocked.
+        if (cached.kind === 'miss') await this.cache.touch(request.scope, request.key, Math.max(outcome.lockedUntil - Date.now(), 1));
         return { kind: 'in_progress', retryAfterMs: Math.max(outcome.lockedUntil - Date.now(), 0) };
+    }
+  }
+
+  /**
+   * Runs `fn` at most once per `key` (at least once across crashes: a dead holder's lease expires and
+   * the next caller takes over). Duplicates get the stored result, a DuplicateExecutionError, or wait,
+   * as `onDuplicate` says; a failure releases the key unless `onFailure` is `"lock"`.
+   */
+  async run<T>(key: string, fn: () => T | Promise<T>, options: RunOptions = {}): Promise<Awaited<T>> {
+    const settings = resolveRunOptions(options);
+    const request: ClaimRequest = {
+      scope: `method:${options.scope ?? 'default'}`,
+      key,
+      fingerprint: options.fingerprint ?? '',
+      leaseMs: settings.leaseMs,
+      ttlMs: settings.ttlMs,
+    };
+    const begun = options.onDuplicate === 'wait' ? await this.beginOrWait(request, settings.waitMs) : await this.begin(request);
+    switch (begun.kind) {
+      case 'mismatch':
+        throw new IdempotencyKeyReusedError(key);
+      case 'in_progress':
+        throw new DuplicateExecutionError(key, 'in_progress');
+      case 'replay':
+        if (options.onDuplicate === 'raise') throw new DuplicateExecutionError(key, 'completed');
+        return replayOutcome(key, begun.record.result as RunOutcome) as Awaited<T>;
+      case 'acquired':
+        return this.runClaimed(begun.claim, fn, options.onFailure ?? 'unlock');
+    }
+  }
+
+  private async runClaimed<T>(claim: Claim, fn: () => T | Promise<T>, onFailure: 'unlock' | 'lock'): Promise<Awaited<T>> {
+    const stopLease = this.keepAlive(claim);
+    let value: Awaited<T>;
+    try {
+      value = await fn();
+    } catch (err) {
+      stopLease();
+      await this.settle(claim, () => (onFailure === 'lock' ? this.complete(claim, failureOutcome(err)) : this.release(claim, failureOutcome(err))));
+      throw err;
+    }
+    stopLease();
+    const outcome = successOutcome(value);
+    if ('notStored' in outcome) {
+      this.logger.warn(`result of the call with key "${claim.key}" is not JSON-serializable: duplicates get ResultNotStoredError instead of it`);
+    }
+    await this.settle(claim, () => this.complete(claim, outcome));
+    return value;
+  }
+
+  /** Settling after the work ran must not turn its success into a failure: a store error is logged, the lease then expires. */
+  private async settle(claim: Claim, action: () => Promise<unknown>): Promise<void> {
+    try {
+      await action();
+    } catch (err) {
+      this.logger.error(`could not record the outcome for key "${claim.key}" (its lease will expire): ${err instanceof Error ? err.message : String(err)}`);
     }
   }
 
@@ -117,4 +185,23 @@ export class IdempotencyService {
     timer.unref();
     return () => clearInterval(timer);
   }
+}
+
+function resolveRunOptions(options: RunOptions): { ttlMs: number; leaseMs: number; waitMs: number } {
+  const read = (name: keyof RunOptions, fallback: number): number => {
+    const value = options[name];
+    if (value === undefined) return fallback;
+    const parsed = parseDuration(value);
+    if (typeof parsed !== 'number' || parsed <= 0) {
+      throw new IdempotencyConfigError([`${name}: ${typeof parsed === 'number' ? 'must be greater than zero' : parsed.error}`]);
+    }
+    return parsed;
+  };
+  return { ttlMs: read('ttl', RUN_DEFAULTS.ttlMs), leaseMs: read('lockTimeout', RUN_DEFAULTS.leaseMs), waitMs: read('waitTimeout', RUN_DEFAULTS.waitMs) };
+}
+
+function replayOutcome(key: string, outcome: RunOutcome): unknown {
+  if (!outcome.ok) throw new StoredFailureError(key, outcome.error.name, outcome.error.message);
+  if ('notStored' in outcome) throw new ResultNotStoredError(key);
+  return outcome.value;
 }

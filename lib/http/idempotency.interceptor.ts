@@ -8,7 +8,7 @@ import { REPLAYED_HEADER, RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.co
 import type { IdempotencyRequest } from '../interfaces/idempotency-options.interface';
 import type { ResolvedHttpOptions, ResolvedOptions } from '../interfaces/resolved-options';
 import { resolveRouteOptions } from '../utils/validate-options';
-import { IdempotencyMetadataAccessor } from './idempotency-metadata.accessor';
+import { IdempotencyMetadataAccessor } from '../idempotency-metadata.accessor';
 import { parseIdempotencyKey } from './idempotency-key';
 import { IdempotencyProblemException } from './problem-details';
 import { requestFingerprint } from './request-fingerprint';
@@ -18,6 +18,11 @@ import {
 
 /** 4xx statuses that mean "try again": the key is released rather than the outcome stored. */
 const RETRYABLE_CLIENT_STATUSES = new Set([408, 409, 425, 429]);
+
+/** 2xx and 4xx outcomes are final, except the 4xx that ask for a retry; 5xx release the key. */
+function isFinalStatus(status: number): boolean {
+  return status < 500 && !RETRYABLE_CLIENT_STATUSES.has(status);
+}
 
 /** Duplicates usually finish in well under a second: hint a short retry rather than the whole lease. */
 const RETRY_AFTER_MAX_SECONDS = 1;
@@ -121,7 +126,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
     stopLease();
     let stored: StoredResponse | undefined;
-    if (!isUnstorable(value, response) && response.statusCode < 500) {
+    if (!isUnstorable(value, response) && isFinalStatus(response.statusCode)) {
       try {
         stored = { status: response.statusCode, headers: pickHeaders(response, route.replayHeaders), body: storeBody(value) };
       } catch {
@@ -129,7 +134,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       }
     }
     if (!stored) {
-      if (response.statusCode < 500) this.logger.warn(`response for key "${claim.key}" is a stream, a file or not serializable; sent as is, not stored, key released`);
+      if (isFinalStatus(response.statusCode)) this.logger.warn(`response for key "${claim.key}" is a stream, a file or not serializable; sent as is, not stored, key released`);
       await this.safely(() => this.engine.release(claim), claim);
       return value;
     }
@@ -145,7 +150,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   private async settleFailure(claim: Claim, err: unknown, response: ResponseLike, route: RouteSettings): Promise<void> {
     if (err instanceof HttpException) {
       const status = err.getStatus();
-      if (status < 500 && !RETRYABLE_CLIENT_STATUSES.has(status)) {
+      if (isFinalStatus(status)) {
         const stored: StoredResponse = { status, headers: pickHeaders(response, route.replayHeaders), body: storeExceptionBody(err) };
         await this.safely(() => this.engine.complete(claim, stored), claim);
         return;
@@ -163,12 +168,18 @@ export class IdempotencyInterceptor implements NestInterceptor {
     switch (stored.body.t) {
       case 'e':
         return undefined;
+      case 'n':
+        return null;
       case 's':
         return stored.body.v;
-      case 'j':
-        // Send the stored JSON text itself so the replayed bytes are the original bytes.
+      case 'j': {
+        // Primitives go back through the adapter, which serializes them (and sets their content type) as the first time.
+        const first = stored.body.v.charCodeAt(0);
+        if (first !== 0x7b /* { */ && first !== 0x5b /* [ */) return JSON.parse(stored.body.v) as unknown;
+        // Objects go out as the stored JSON text itself, so the replayed bytes are the original bytes.
         if (!Object.keys(stored.headers).some((name) => name.toLowerCase() === 'content-type')) adapter.setHeader(response, 'Content-Type', 'application/json; charset=utf-8');
         return stored.body.v;
+      }
       case 'x':
         throw new HttpException(JSON.parse(stored.body.v) as object, stored.status);
     }

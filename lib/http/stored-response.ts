@@ -14,8 +14,8 @@ export const DEFAULT_REPLAY_HEADERS = ['Content-Type', 'Location', 'ETag'];
 export interface StoredResponse {
   status: number;
   headers: Record<string, string | string[]>;
-  /** `j` JSON text of the handler's value, `s` a string body, `e` empty, `x` an HttpException's body (JSON text). */
-  body: { t: 'j' | 's' | 'x'; v: string } | { t: 'e' };
+  /** `j` JSON text of the handler's value, `s` a string body, `e` undefined, `n` null, `x` an HttpException's body (JSON text). */
+  body: { t: 'j' | 's' | 'x'; v: string } | { t: 'e' | 'n' };
 }
 
 /** The response object of Express or Fastify, as far as the interceptor needs it. */
@@ -45,7 +45,8 @@ export function pickHeaders(response: ResponseLike, names: readonly string[]): R
 
 /** Captures a successful handler value the way Express and Fastify will serialize it. */
 export function storeBody(value: unknown): StoredResponse['body'] {
-  if (value === undefined || value === null) return { t: 'e' };
+  if (value === undefined) return { t: 'e' };
+  if (value === null) return { t: 'n' };
   if (typeof value === 'string') return { t: 's', v: value };
   return { t: 'j', v: JSON.stringify(value) };
 }

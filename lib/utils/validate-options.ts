@@ -1,6 +1,6 @@
 import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 import type { IdempotencyModuleOptions } from '../interfaces/idempotency-options.interface';
-import type { ResolvedHttpOptions, ResolvedOptions } from '../interfaces/resolved-options';
+import type { ResolvedHttpOptions, ResolvedOptions, ResolvedWorkflowOptions } from '../interfaces/resolved-options';
 import { parseDuration } from './duration';
 
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -150,7 +150,27 @@ function resolveHttp(c: Checker, value: unknown): ResolvedHttpOptions {
   };
 }
 
-const KNOWN_KEYS = ['postgres', 'redis', 'migrationsRun', 'http'];
+function resolveWorkflows(c: Checker, value: unknown): ResolvedWorkflowOptions {
+  if (value !== undefined && !isObject(value)) c.fail('workflows', 'expected an object of workflow settings');
+  const o = isObject(value) ? value : {};
+  const queuePrefix = o.queuePrefix ?? 'idem-wf';
+  if (typeof queuePrefix !== 'string' || queuePrefix.length === 0 || queuePrefix.includes(' ')) {
+    c.fail('workflows.queuePrefix', `expected a non-empty string without spaces, got ${JSON.stringify(queuePrefix)}`);
+  }
+  return {
+    queuePrefix: typeof queuePrefix === 'string' ? queuePrefix : 'idem-wf',
+    concurrency: c.positiveInt('workflows.concurrency', o.concurrency, 10),
+    workflowConcurrency: c.positiveInt('workflows.workflowConcurrency', o.workflowConcurrency, 100),
+    recoveryIntervalMs: c.duration('workflows.recoveryInterval', o.recoveryInterval, 30_000, { positive: true }),
+    maxRecoveryAttempts: c.positiveInt('workflows.maxRecoveryAttempts', o.maxRecoveryAttempts, 10),
+    stalledIntervalMs: c.duration('workflows.stalledInterval', o.stalledInterval, 30_000, { positive: true }),
+    lockDurationMs: c.duration('workflows.lockDuration', o.lockDuration, 30_000, { positive: true }),
+    pollIntervalMs: c.duration('workflows.pollInterval', o.pollInterval, 1000, { positive: true }),
+    workers: c.boolean('workflows.workers', o.workers, true),
+  };
+}
+
+const KNOWN_KEYS = ['postgres', 'redis', 'migrationsRun', 'http', 'workflows'];
 
 /** Validates module options and fills in defaults; throws one IdempotencyConfigError naming every bad option. */
 export function resolveOptions(options: IdempotencyModuleOptions | undefined): ResolvedOptions {
@@ -166,6 +186,7 @@ export function resolveOptions(options: IdempotencyModuleOptions | undefined): R
     redis: resolveRedis(c, options.redis),
     migrationsRun: c.boolean('migrationsRun', options.migrationsRun, false),
     http: resolveHttp(c, options.http),
+    workflows: resolveWorkflows(c, options.workflows),
   };
   if (c.problems.length > 0) throw new IdempotencyConfigError(c.problems);
   return resolved;

@@ -1,7 +1,8 @@
 import { Injectable, Type } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { IDEMPOTENT_ROUTE_METADATA, SKIP_IDEMPOTENCY_METADATA } from '../idempotency.constants';
-import type { IdempotentRouteOptions } from '../interfaces/idempotency-options.interface';
+import { IDEMPOTENT_METHOD_METADATA, IDEMPOTENT_ROUTE_METADATA, SKIP_IDEMPOTENCY_METADATA } from './idempotency.constants';
+import type { IdempotentRouteOptions } from './interfaces/idempotency-options.interface';
+import type { IdempotentMethodOptions } from './guard/idempotent-method.decorator';
 
 /** What the decorators say about one route. */
 export interface RouteIdempotencyMetadata {
@@ -21,5 +22,10 @@ export class IdempotencyMetadataAccessor {
     const onMethod = this.reflector.get<IdempotentRouteOptions | undefined>(IDEMPOTENT_ROUTE_METADATA, handler);
     const options = onClass || onMethod ? { ...onClass, ...onMethod } : undefined;
     return { skip, options };
+  }
+
+  /** The `@IdempotentMethod()` options of a provider method, if it has the decorator. */
+  forMethod(method: (...args: unknown[]) => unknown): IdempotentMethodOptions | undefined {
+    return this.reflector.get<IdempotentMethodOptions | undefined>(IDEMPOTENT_METHOD_METADATA, method);
   }
 }

@@ -1,0 +1,11 @@
+/** The first call with this key failed and `onFailure: "lock"` made that failure final: it is rethrown to every duplicate. */
+export class StoredFailureError extends Error {
+  constructor(
+    readonly key: string,
+    readonly originalName: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'StoredFailureError';
+  }
+}

@@ -1,0 +1,79 @@
+import { canonicalJson, NotSerializableError } from './canonical-json';
+
+describe('canonicalJson', () => {
+  it('sorts object keys at every depth', () => {
+    expect(canonicalJson({ b: 2, a: 1 })).toBe('{"a":1,"b":2}');
+    expect(canonicalJson({ a: 1, b: 2 })).toBe(canonicalJson({ b: 2, a: 1 }));
+    expect(canonicalJson({ z: { y: 1, x: [{ d: 1, c: 2 }] }, a: null })).toBe('{"a":null,"z":{"x":[{"c":2,"d":1}],"y":1}}');
+  });
+
+  it('keeps array order', () => {
+    expect(canonicalJson([3, 1, 2])).toBe('[3,1,2]');
+    expect(canonicalJson([3, 1, 2])).not.toBe(canonicalJson([1, 2, 3]));
+  });
+
+  it('has no insignificant whitespace and equals JSON.parse of reformatted input', () => {
+    const pretty = '{\n  "b" : [ 1 , 2 ],\n  "a" : { "y" : "x y", "x" : true }\n}';
+    expect(canonicalJson(JSON.parse(pretty))).toBe('{"a":{"x":true,"y":"x y"},"b":[1,2]}');
+  });
+
+  it('writes primitives as JSON does', () => {
+    expect(canonicalJson('a"b\\c\n')).toBe(JSON.stringify('a"b\\c\n'));
+    expect(canonicalJson(1.5)).toBe('1.5');
+    expect(canonicalJson(-0)).toBe('0');
+    expect(canonicalJson(true)).toBe('true');
+    expect(canonicalJson(false)).toBe('false');
+    expect(canonicalJson(null)).toBe('null');
+    expect(canonicalJson('ü€😀')).toBe('"ü€😀"');
+  });
+
+  it('drops undefined, function and symbol properties like JSON.stringify, and writes undefined array items as null', () => {
+    expect(canonicalJson({ a: undefined, b: () => 1, c: Symbol('x'), d: 1 })).toBe('{"d":1}');
+    expect(canonicalJson([undefined, 1])).toBe('[null,1]');
+  });
+
+  it('honours toJSON (Dates become ISO strings)', () => {
+    const date = new Date('2024-01-02T03:04:05.678Z');
+    expect(canonicalJson({ at: date })).toBe('{"at":"2024-01-02T03:04:05.678Z"}');
+    expect(canonicalJson({ toJSON: () => ({ b: 1, a: 2 }) })).toBe('{"a":2,"b":1}');
+  });
+
+  it('matches JSON.stringify for already sorted plain data', () => {
+    const value = { a: [1, 'two', { c: false, d: null }], b: { e: 1e21, f: 0.1 } };
+    expect(canonicalJson(value)).toBe(JSON.stringify(value));
+  });
+
+  it('allows the same object twice when it is not a cycle', () => {
+    const shared = { x: 1 };
+    expect(canonicalJson({ a: shared, b: shared, c: [shared, shared] })).toBe('{"a":{"x":1},"b":{"x":1},"c":[{"x":1},{"x":1}]}');
+  });
+
+  it.each([
+    ['NaN', { a: NaN }, '$.a'],
+    ['Infinity', { a: [1, Infinity] }, '$.a[1]'],
+    ['BigInt', { n: BigInt(1) }, '$.n'],
+    ['a top-level function', () => 1, '$'],
+    ['a top-level symbol', Symbol('s'), '$'],
+    ['a Map', { m: new Map([[1, 2]]) }, '$.m'],
+    ['a Set', { s: new Set([1]) }, '$.s'],
+  ])('rejects %s with NotSerializableError naming the path', (_name, value, path) => {
+    let error: unknown;
+    try {
+      canonicalJson(value);
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(NotSerializableError);
+    expect((error as NotSerializableError).path).toBe(path);
+    expect((error as Error).message).toContain(path);
+  });
+
+  it('rejects cycles', () => {
+    const a: Record<string, unknown> = { x: 1 };
+    a.self = a;
+    expect(() => canonicalJson(a)).toThrow(NotSerializableError);
+    const arr: unknown[] = [];
+    arr.push(arr);
+    expect(() => canonicalJson(arr)).toThrow(/circular/);
+  });
+});

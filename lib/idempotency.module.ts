@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { IdempotencyService } from './core/idempotency.service';
 import { IdempotencyConfigurableModule } from './idempotency.module-definition';
 import { idempotencyProviders } from './idempotency.providers';
@@ -8,6 +9,7 @@ import { idempotencyProviders } from './idempotency.providers';
  * Use `IdempotencyModule.forRoot(options)` or `IdempotencyModule.forRootAsync({ imports, inject, useFactory })`.
  */
 @Module({
+  imports: [DiscoveryModule],
   providers: idempotencyProviders,
   exports: [IdempotencyService],
 })

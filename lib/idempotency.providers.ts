@@ -1,7 +1,8 @@
 import { Logger, Provider } from '@nestjs/common';
 import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
 import { IdempotencyService } from './core/idempotency.service';
-import { IdempotencyMetadataAccessor } from './http/idempotency-metadata.accessor';
+import { IdempotentMethodExplorer } from './guard/idempotent-method.explorer';
+import { IdempotencyMetadataAccessor } from './idempotency-metadata.accessor';
 import { IdempotencyInterceptor } from './http/idempotency.interceptor';
 import { IdempotencyProblemFilter } from './http/idempotency-problem.filter';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from './idempotency.constants';
@@ -44,6 +45,7 @@ export const idempotencyProviders: Provider[] = [
   },
   IdempotencyService,
   IdempotencyMetadataAccessor,
+  IdempotentMethodExplorer,
   { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
   { provide: APP_FILTER, useClass: IdempotencyProblemFilter },
 ];

@@ -4,6 +4,9 @@ export { IdempotencyService } from './core/idempotency.service';
 export type { BeginResult } from './core/idempotency.service';
 export type { Claim, ClaimRequest, ClaimOutcome, CompletedRecord, RecordStatus } from './core/idempotency-record';
 export { Idempotent, SkipIdempotency } from './http/idempotent.decorator';
+export { IdempotentMethod } from './guard/idempotent-method.decorator';
+export type { IdempotentMethodOptions } from './guard/idempotent-method.decorator';
+export type { RunOptions, OnDuplicate, OnFailure } from './interfaces/run-options.interface';
 export { IdempotencyInterceptor } from './http/idempotency.interceptor';
 export { IdempotencyProblemException, PROBLEM_CONTENT_TYPE } from './http/problem-details';
 export type { ProblemDetails, IdempotencyProblemType } from './http/problem-details';
@@ -13,6 +16,11 @@ export type { CacheLookup } from './storage/idempotency.cache';
 export { IdempotencyConfigError } from './errors/idempotency-config.error';
 export { IdempotencySchemaError } from './errors/idempotency-schema.error';
 export { StoreUnavailableError } from './errors/store-unavailable.error';
+export { DuplicateExecutionError } from './errors/duplicate-execution.error';
+export { IdempotencyKeyReusedError } from './errors/idempotency-key-reused.error';
+export { StoredFailureError } from './errors/stored-failure.error';
+export { ResultNotStoredError } from './errors/result-not-stored.error';
+export { KeyDerivationError } from './errors/key-derivation.error';
 export { IDEMPOTENCY_MIGRATIONS, IDEMPOTENCY_MIGRATIONS_TABLE } from '../migrations';
 export type {
   IdempotencyModuleOptions, HttpIdempotencyOptions, IdempotentRouteOptions, PostgresOptions, RedisModuleOptions,

@@ -1,0 +1,40 @@
+import { SetMetadata } from '@nestjs/common';
+import { IdempotencyConfigError } from '../errors/idempotency-config.error';
+import { IDEMPOTENT_METHOD_METADATA } from '../idempotency.constants';
+import type { RunOptions } from '../interfaces/run-options.interface';
+import { parseDuration } from '../utils/duration';
+
+/** Options of `@IdempotentMethod()`. */
+export interface IdempotentMethodOptions extends Omit<RunOptions, 'fingerprint'> {
+  /** The key from the call's arguments. Default: the method's stable name plus a hash of its arguments in canonical JSON. */
+  key?: (...args: any[]) => string; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+const ON_DUPLICATE = ['return', 'raise', 'wait'];
+const ON_FAILURE = ['unlock', 'lock'];
+
+/**
+ * Makes a provider method run at most once per key (at least once across crashes): duplicates get the
+ * stored result (or a DuplicateExecutionError, or wait), and a failure releases the key by default.
+ * The method becomes async. Invalid options fail when the class is loaded.
+ */
+export function IdempotentMethod(options: IdempotentMethodOptions = {}): MethodDecorator {
+  const problems: string[] = [];
+  for (const name of ['ttl', 'lockTimeout', 'waitTimeout'] as const) {
+    const value = options[name];
+    if (value === undefined) continue;
+    const parsed = parseDuration(value);
+    if (typeof parsed !== 'number') problems.push(`${name}: ${parsed.error}`);
+    else if (parsed <= 0) problems.push(`${name}: must be greater than zero`);
+  }
+  if (options.onDuplicate !== undefined && !ON_DUPLICATE.includes(options.onDuplicate)) {
+    problems.push(`onDuplicate: expected one of ${ON_DUPLICATE.join(', ')}, got ${JSON.stringify(options.onDuplicate)}`);
+  }
+  if (options.onFailure !== undefined && !ON_FAILURE.includes(options.onFailure)) {
+    problems.push(`onFailure: expected one of ${ON_FAILURE.join(', ')}, got ${JSON.stringify(options.onFailure)}`);
+  }
+  if (options.key !== undefined && typeof options.key !== 'function') problems.push('key: expected a function (...args) => string');
+  if (options.scope !== undefined && (typeof options.scope !== 'string' || options.scope.length === 0)) problems.push('scope: expected a non-empty string');
+  if (problems.length > 0) throw new IdempotencyConfigError(problems.map((p) => `@IdempotentMethod(): ${p}`));
+  return SetMetadata(IDEMPOTENT_METHOD_METADATA, options);
+}

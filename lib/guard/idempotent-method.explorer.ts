@@ -1,0 +1,49 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { IdempotencyService } from '../core/idempotency.service';
+import { IdempotencyMetadataAccessor } from '../idempotency-metadata.accessor';
+import { copyMethodMetadata } from '../utils/copy-method-metadata';
+import type { IdempotentMethodOptions } from './idempotent-method.decorator';
+import { customMethodKey, defaultMethodKey } from './method-key';
+
+type AnyMethod = (...args: unknown[]) => unknown;
+
+/**
+ * Finds provider methods decorated with `@IdempotentMethod()` and routes their calls through the engine.
+ * Only the provider instance is changed, never the class, so several apps in one process stay apart.
+ */
+@Injectable()
+export class IdempotentMethodExplorer implements OnModuleInit {
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly metadata: IdempotencyMetadataAccessor,
+    private readonly engine: IdempotencyService,
+  ) {}
+
+  onModuleInit(): void {
+    for (const wrapper of this.discovery.getProviders()) {
+      const instance = wrapper.instance as Record<string, unknown> | undefined;
+      if (!instance || typeof instance !== 'object' || !wrapper.isDependencyTreeStatic()) continue;
+      const prototype = Object.getPrototypeOf(instance) as object | null;
+      if (!prototype) continue;
+      for (const name of this.scanner.getAllMethodNames(prototype)) {
+        const method = instance[name] as AnyMethod;
+        const options = this.metadata.forMethod(method);
+        if (options) instance[name] = this.guard(instance, `${prototype.constructor.name}.${name}`, method, options);
+      }
+    }
+  }
+
+  private guard(instance: object, methodName: string, method: AnyMethod, options: IdempotentMethodOptions): AnyMethod {
+    const engine = this.engine;
+    const { key: keyFn, ...runOptions } = options;
+    const guarded = async function (this: unknown, ...args: unknown[]) {
+      const key = keyFn ? customMethodKey(methodName, keyFn, args) : defaultMethodKey(methodName, args);
+      return engine.run(key, () => method.apply(instance, args), runOptions);
+    };
+    copyMethodMetadata(method, guarded);
+    Object.defineProperty(guarded, 'name', { value: method.name });
+    return guarded;
+  }
+}

@@ -71,6 +71,28 @@ export interface HttpIdempotencyOptions {
 /** Per-route settings given to `@Idempotent()`. */
 export type IdempotentRouteOptions = Omit<HttpIdempotencyOptions, 'enabled' | 'methods' | 'header' | 'failOpen'>;
 
+/** Durable workflows (`@Workflow()` / `@Step()`); they need Redis. */
+export interface WorkflowModuleOptions {
+  /** BullMQ key prefix of the workflow and step queues; put a `{hash tag}` in it for Redis Cluster. Default `"idem-wf"`. */
+  queuePrefix?: string;
+  /** Step jobs each instance runs at once, per step queue. Default 10. */
+  concurrency?: number;
+  /** Workflow functions each instance drives at once (they mostly wait for steps). Default 100. */
+  workflowConcurrency?: number;
+  /** How often the reconciler looks for unfinished executions without a live job. Default `"30s"`. */
+  recoveryInterval?: Duration;
+  /** Recoveries (interrupted runs, re-enqueues) after which an execution ends as failed. Default 10. */
+  maxRecoveryAttempts?: number;
+  /** BullMQ stalled-job check interval of the workers. Default `"30s"`. */
+  stalledInterval?: Duration;
+  /** BullMQ job lock duration: a crashed worker's jobs are taken over after this. Default `"30s"`. */
+  lockDuration?: Duration;
+  /** How often a waiting workflow checks Postgres and the step job, besides job events. Default `"1s"`. */
+  pollInterval?: Duration;
+  /** Run workers and the reconciler in this instance; false makes a client-only instance. Default true. */
+  workers?: boolean;
+}
+
 /** Options of `IdempotencyModule.forRoot()` / `forRootAsync()`. */
 export interface IdempotencyModuleOptions {
   postgres: PostgresOptions;
@@ -78,4 +100,5 @@ export interface IdempotencyModuleOptions {
   /** Apply the library's migrations at bootstrap; otherwise the schema is verified and bootstrap fails if it is missing. Default false. */
   migrationsRun?: boolean;
   http?: HttpIdempotencyOptions;
+  workflows?: WorkflowModuleOptions;
 }

@@ -18,6 +18,19 @@ export interface ResolvedHttpOptions {
   waitMs: number;
 }
 
+/** Workflow settings after defaults and duration parsing (internal). */
+export interface ResolvedWorkflowOptions {
+  queuePrefix: string;
+  concurrency: number;
+  workflowConcurrency: number;
+  recoveryIntervalMs: number;
+  maxRecoveryAttempts: number;
+  stalledIntervalMs: number;
+  lockDurationMs: number;
+  pollIntervalMs: number;
+  workers: boolean;
+}
+
 /** Module options after validation (internal). */
 export interface ResolvedOptions {
   postgres:
@@ -34,4 +47,5 @@ export interface ResolvedOptions {
       };
   migrationsRun: boolean;
   http: ResolvedHttpOptions;
+  workflows: ResolvedWorkflowOptions;
 }

@@ -30,12 +30,19 @@ export function idempotencySql(schema: string): IdempotencySql {
   const table = `${quoteIdent(schema)}.${quoteIdent(RECORDS_TABLE)}`;
   const ms = (param: string) => `(${param}::int * interval '1 millisecond')`;
   const statements = {
-    // One round trip: take the key (new, expired, or a dead holder's lease with the same request),
-    // or read back who holds it. An empty result means the conflicting row is newer than our snapshot.
+    // One round trip. A live record (completed, or a lease still held) is read without a row lock, so
+    // replays and duplicates cost no write; otherwise take the key (new, expired, or a dead holder's lease
+    // with the same request). An empty result means the conflicting row is newer than our snapshot.
     claim: `
-      WITH taken AS (
+      WITH live AS (
+        SELECT id, status AS outcome, fingerprint, result, locked_until, expires_at
+          FROM ${table}
+         WHERE scope = $1::text AND key = $2::text AND ${ACTIVE_PREDICATE} AND expires_at > now()
+           AND NOT (status = 'in_progress' AND locked_until <= now() AND fingerprint = $3::text)
+      ), taken AS (
         INSERT INTO ${table} AS r (scope, key, fingerprint, status, lease_token, locked_until, expires_at)
-        VALUES ($1, $2, $3, 'in_progress', $4, now() + ${ms('$5')}, now() + ${ms('$6')})
+        SELECT $1::text, $2::text, $3::text, 'in_progress', $4::uuid, now() + ${ms('$5')}, now() + ${ms('$6')}
+         WHERE NOT EXISTS (SELECT 1 FROM live)
         ON CONFLICT (scope, key) WHERE ${ACTIVE_PREDICATE}
         DO UPDATE SET fingerprint = EXCLUDED.fingerprint, status = 'in_progress', lease_token = EXCLUDED.lease_token,
           locked_until = EXCLUDED.locked_until, expires_at = EXCLUDED.expires_at, result = NULL, error = NULL,
@@ -47,9 +54,12 @@ export function idempotencySql(schema: string): IdempotencySql {
       SELECT id, 'acquired' AS outcome, NULL AS fingerprint, NULL::jsonb AS result, NULL::timestamptz AS locked_until, NULL::timestamptz AS expires_at
         FROM taken
       UNION ALL
+      SELECT id, outcome, fingerprint, result, locked_until, expires_at FROM live
+      UNION ALL
       SELECT id, status, fingerprint, result, locked_until, expires_at
         FROM ${table}
-       WHERE scope = $1 AND key = $2 AND ${ACTIVE_PREDICATE} AND NOT EXISTS (SELECT 1 FROM taken)`,
+       WHERE scope = $1::text AND key = $2::text AND ${ACTIVE_PREDICATE}
+         AND NOT EXISTS (SELECT 1 FROM taken) AND NOT EXISTS (SELECT 1 FROM live)`,
     complete: `
       UPDATE ${table} SET status = 'completed', result = $3::jsonb, locked_until = NULL, completed_at = now()
        WHERE id = $1 AND lease_token = $2 AND status = 'in_progress'

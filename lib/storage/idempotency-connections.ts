@@ -16,8 +16,8 @@ import type { ResolvedOptions } from '../interfaces/resolved-options';
 @Injectable()
 export class IdempotencyConnections implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('Idempotency');
-  private opened?: { pool: Pool; schema: string; redis?: Redis };
-  private ownedPool?: Pool;
+  private opened?: { dataSource: DataSource; pool: Pool; schema: string; redis?: Redis };
+  private ownedDataSource?: DataSource;
   private ownedRedis?: Redis;
 
   constructor(
@@ -25,7 +25,12 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationShutdo
     private readonly moduleRef: ModuleRef,
   ) {}
 
-  /** The Postgres pool the store queries. */
+  /** The TypeORM DataSource: the app's own when reused, else one the module owns (for transactions such as the inbox's). */
+  get dataSource(): DataSource {
+    return this.state().dataSource;
+  }
+
+  /** The Postgres pool the store queries (the DataSource's own pool). */
   get pool(): Pool {
     return this.state().pool;
   }
@@ -44,9 +49,10 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationShutdo
   // TypeORM DataSource when it is reused by name, whatever the order of module imports.
   async onModuleInit(): Promise<void> {
     const options = this.options;
-    const { pool, schema, dataSourceOptions, owned } = await IdempotencyConnections.postgres(options, this.moduleRef);
-    if (owned) this.ownedPool = pool;
-    await IdempotencyConnections.prepareSchema(dataSourceOptions, schema, options.migrationsRun);
+    const { dataSource, schema, owned } = await IdempotencyConnections.postgres(options, this.moduleRef);
+    if (owned) this.ownedDataSource = dataSource;
+    await IdempotencyConnections.prepareSchema(dataSource.options, schema, options.migrationsRun);
+    const pool = (dataSource.driver as unknown as { master: Pool }).master;
     let redis: Redis | undefined;
     if (options.redis) {
       const c = options.redis.connection;
@@ -62,34 +68,35 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationShutdo
         });
       }
     }
-    this.opened = { pool, schema, redis };
+    this.opened = { dataSource, pool, schema, redis };
   }
 
   async onApplicationShutdown(): Promise<void> {
     if (this.ownedRedis) this.ownedRedis.disconnect();
-    if (this.ownedPool) await this.ownedPool.end();
+    if (this.ownedDataSource?.isInitialized) await this.ownedDataSource.destroy();
   }
 
-  private state(): { pool: Pool; schema: string; redis?: Redis } {
+  private state(): { dataSource: DataSource; pool: Pool; schema: string; redis?: Redis } {
     if (!this.opened) throw new Error('nestjs-idempotency is not initialized yet: call app.init() (or listen()) before using it');
     return this.opened;
   }
 
-  private static async postgres(options: ResolvedOptions, moduleRef: ModuleRef) {
+  private static async postgres(options: ResolvedOptions, moduleRef: ModuleRef): Promise<{ dataSource: DataSource; schema: string; owned: boolean }> {
     const pg = options.postgres;
     if (pg.kind === 'url') {
-      const pool = new Pool({ connectionString: pg.url, max: pg.poolSize });
-      pool.on('error', () => undefined); // an idle client lost its connection; the next query reconnects
-      return { pool, schema: pg.schema, dataSourceOptions: { type: 'postgres' as const, url: pg.url }, owned: true };
+      const dataSource = new DataSource({ type: 'postgres', url: pg.url, schema: pg.schema, poolSize: pg.poolSize, entities: [], logging: false });
+      await dataSource.initialize();
+      // an idle client that lost its connection is dropped by pg; the next query reconnects
+      (dataSource.driver as unknown as { master: Pool }).master.on('error', () => undefined);
+      return { dataSource, schema: pg.schema, owned: true };
     }
     const dataSource = typeof pg.dataSource === 'string' ? IdempotencyConnections.findDataSource(pg.dataSource, moduleRef) : pg.dataSource;
     if (!dataSource.isInitialized) await dataSource.initialize();
     if (dataSource.options.type !== 'postgres') {
       throw new IdempotencyConfigError([`postgres.dataSource: the DataSource is of type "${dataSource.options.type}"; nestjs-idempotency needs Postgres`]);
     }
-    const pool = (dataSource.driver as unknown as { master: Pool }).master;
     const schema = pg.schema ?? (dataSource.options as { schema?: string }).schema ?? 'public';
-    return { pool, schema, dataSourceOptions: dataSource.options, owned: false };
+    return { dataSource, schema, owned: false };
   }
 
   private static findDataSource(name: string, moduleRef: ModuleRef): DataSource {
@@ -123,6 +130,8 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationShutdo
     await dataSource.initialize();
     try {
       if (run) {
+        // Several instances may boot at once: one migrates while the others wait, then find nothing to do.
+        await dataSource.query('SELECT pg_advisory_lock(hashtext($1))', [`nestjs-idempotency:migrations:${schema}`]);
         await dataSource.query(`CREATE SCHEMA IF NOT EXISTS "${schema.replace(/"/g, '""')}"`);
         await dataSource.runMigrations({ transaction: 'each' });
         return;

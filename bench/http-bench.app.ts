@@ -1,0 +1,181 @@
+// The Nest app the HTTP benchmark drives: a trivial POST handler behind the idempotency interceptor,
+// the same handler on a @SkipIdempotency() route as the baseline, and handler counters for the checks.
+import 'reflect-metadata';
+import { Body, Controller, Get, Headers, HttpCode, INestApplication, Injectable, Module, Post, Type } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { AddressInfo } from 'node:net';
+import type { Pool } from 'pg';
+import { IdempotencyModule, IdempotencyModuleOptions, SkipIdempotency } from '../lib';
+import { IdempotencyConnections } from '../lib/storage/idempotency-connections';
+
+export type AdapterName = 'express' | 'fastify';
+
+/**
+ * What the handler saw: how often it ran, and how often it ran twice for one key (which must never happen);
+ * and the module's Postgres queries by statement (`claim`, `complete`, …), counted on its pool.
+ */
+export interface HandlerStatsSnapshot {
+  calls: number;
+  distinctKeys: number;
+  repeatedKeys: number;
+  queries: Record<string, number>;
+  /** The module's Redis commands by name (one round trip each; a script counts once). */
+  redisCommands: Record<string, number>;
+  /** Open pool connections, and how many named statements each has prepared. */
+  preparedPerConnection: number[];
+  /** False when the module's pool could not be found, so queries were not counted. */
+  counting: boolean;
+}
+
+@Injectable()
+class HandlerStats {
+  private calls = 0;
+  private repeated = 0;
+  private keys = new Set<string>();
+  private queries: Record<string, number> = {};
+  pool?: Pool;
+
+  private redisCommands: Record<string, number> = {};
+
+  query(name: string): void {
+    this.queries[name] = (this.queries[name] ?? 0) + 1;
+  }
+
+  redisCommand(name: string): void {
+    this.redisCommands[name] = (this.redisCommands[name] ?? 0) + 1;
+  }
+
+  record(key: string | undefined): void {
+    this.calls++;
+    if (key === undefined) return;
+    if (this.keys.has(key)) this.repeated++;
+    else this.keys.add(key);
+  }
+
+  snapshot(): HandlerStatsSnapshot {
+    // pg keeps what each connection has prepared in connection.parsedStatements (internal, read for the report only).
+    const clients = (this.pool as unknown as { _clients?: { connection?: { parsedStatements?: object } }[] } | undefined)?._clients ?? [];
+    return {
+      calls: this.calls,
+      distinctKeys: this.keys.size,
+      repeatedKeys: this.repeated,
+      queries: { ...this.queries },
+      redisCommands: { ...this.redisCommands },
+      preparedPerConnection: clients.map((c) => Object.keys(c.connection?.parsedStatements ?? {}).length),
+      counting: this.pool !== undefined,
+    };
+  }
+
+  reset(): void {
+    this.calls = 0;
+    this.repeated = 0;
+    this.keys = new Set();
+    this.queries = {};
+    this.redisCommands = {};
+  }
+}
+
+interface OrderBody {
+  amount?: number;
+  currency?: string;
+}
+
+let nextId = 0;
+
+function respond(body: OrderBody | undefined): { id: number; status: string; amount: number | null } {
+  return { id: ++nextId, status: 'accepted', amount: body?.amount ?? null };
+}
+
+@Controller()
+class BenchController {
+  constructor(private readonly stats: HandlerStats) {}
+
+  /** The measured route: POST, so the interceptor acts on it whenever an Idempotency-Key is sent. */
+  @Post('orders')
+  create(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
+    this.stats.record(key);
+    return respond(body);
+  }
+
+  /** The baseline: the same handler with the interceptor skipped. */
+  @Post('plain')
+  @SkipIdempotency()
+  plain(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
+    this.stats.record(key);
+    return respond(body);
+  }
+
+  @Get('stats')
+  @SkipIdempotency()
+  snapshot(): HandlerStatsSnapshot {
+    return this.stats.snapshot();
+  }
+
+  @Post('stats/reset')
+  @SkipIdempotency()
+  @HttpCode(204)
+  reset(): void {
+    this.stats.reset();
+  }
+}
+
+function benchModule(options: IdempotencyModuleOptions): Type<unknown> {
+  @Module({
+    imports: [IdempotencyModule.forRoot(options)],
+    controllers: [BenchController],
+    providers: [HandlerStats],
+  })
+  class HttpBenchModule {}
+  return HttpBenchModule;
+}
+
+export interface BenchApp {
+  app: INestApplication;
+  port: number;
+}
+
+/**
+ * Counts the module's round trips: queries on its pool by statement name (`idem_claim_<hash>` counts
+ * as `claim`) and commands on its Redis client by name.
+ */
+function countRoundTrips(app: INestApplication): void {
+  const stats = app.get(HandlerStats);
+  let connections: { pool: Pool; redis?: unknown };
+  try {
+    const found = app.get(IdempotencyConnections, { strict: false });
+    connections = { pool: found.pool, redis: found.redis };
+  } catch {
+    return; // the module's internals changed: the report shows no counts
+  }
+  const pool = connections.pool;
+  stats.pool = pool;
+  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    const config = args[0] as { name?: string } | string;
+    const name = typeof config === 'object' && config.name ? config.name.replace(/^idem_(\w+)_[0-9a-f]{8}$/, '$1') : 'unnamed';
+    stats.query(name);
+    return query(...args);
+  };
+  const redis = connections.redis as { sendCommand?: (command: { name: string }, ...rest: unknown[]) => unknown } | undefined;
+  if (redis?.sendCommand) {
+    const send = redis.sendCommand.bind(redis);
+    redis.sendCommand = (command: { name: string }, ...rest: unknown[]) => {
+      stats.redisCommand(command.name);
+      return send(command, ...rest);
+    };
+  }
+}
+
+/** A real Nest app (no testing module) on the chosen adapter, logger off, listening on 127.0.0.1 on a free port. */
+export async function startBenchApp(adapter: AdapterName, options: IdempotencyModuleOptions): Promise<BenchApp> {
+  const module = benchModule(options);
+  const app = adapter === 'fastify'
+    ? await NestFactory.create<NestFastifyApplication>(module, new FastifyAdapter(), { logger: false, abortOnError: false })
+    : await NestFactory.create(module, { logger: false, abortOnError: false });
+  await app.listen(0, '127.0.0.1');
+  countRoundTrips(app);
+  const address = (app.getHttpServer() as { address(): AddressInfo | string | null }).address();
+  if (!address || typeof address === 'string') throw new Error('the bench app is not listening on a TCP port');
+  return { app, port: address.port };
+}

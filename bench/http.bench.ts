@@ -1,0 +1,449 @@
+// HTTP benchmark: `npm run bench:http` (scripts/run-bench.js provides DATABASE_URL and REDIS_URL).
+// For Express, then Fastify: a real Nest app in a child process (bench/http-bench.server.ts), loaded
+// by autocannon from this process over loopback with a fixed number of connections for a fixed time.
+//
+//   (a) baseline: the same handler on a @SkipIdempotency() route
+//   (b) first-time keys: a new Idempotency-Key on every request
+//   (c) replays from Redis: one completed key, every request replays it
+//   (d) replays with redis: false (Postgres alone)
+//   (e) 20-way concurrent duplicates: keys reused in groups of 20 (the first runs, the rest replay or get 409)
+//
+// Settings (environment): BENCH_CONNECTIONS (50), BENCH_DURATION seconds (5), BENCH_WARMUP seconds (1),
+// BENCH_ADAPTERS ("express,fastify"), BENCH_CASES (all; e.g. "b,e"), BENCH_POOL_SIZE (unset: the module's default),
+// BENCH_KEEP=1 keeps the schemas and Redis keys, BENCH_CPU_PROF=<dir> profiles the servers.
+import autocannon from 'autocannon';
+import { fork, ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
+import Redis from 'ioredis';
+import { Client } from 'pg';
+import type { IdempotencyModuleOptions } from '../lib';
+import type { AdapterName, HandlerStatsSnapshot } from './http-bench.app';
+import type { BenchServerConfig, BenchServerMessage } from './http-bench.server';
+
+const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 50);
+const DURATION_S = positiveInt('BENCH_DURATION', 5);
+const WARMUP_S = positiveInt('BENCH_WARMUP', 1);
+const POOL_SIZE = process.env.BENCH_POOL_SIZE ? positiveInt('BENCH_POOL_SIZE', 10) : undefined;
+const ADAPTERS = (process.env.BENCH_ADAPTERS ?? 'express,fastify').split(',').map((s) => s.trim()) as AdapterName[];
+const KEEP = process.env.BENCH_KEEP === '1';
+/** BENCH_CASES=b,e runs only those (and the baseline (a)), e.g. while profiling. */
+/** BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each bench server there (open it in Chrome DevTools). */
+const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined;
+const ONLY = (process.env.BENCH_CASES ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+const DUP_GROUP = 20;
+const REQUEST_TIMEOUT_S = 5;
+/** Hard limit for the whole run; the benchmark itself takes about a minute and a half. */
+const WATCHDOG_MS = 5 * 60_000;
+const SERVER_START_TIMEOUT_MS = 60_000;
+const SETTLE_MS = 500;
+
+const BODY = JSON.stringify({ amount: 42, currency: 'EUR' });
+const RUN = randomBytes(4).toString('hex');
+
+type CaseId = 'a' | 'b' | 'c' | 'd' | 'e';
+type AppName = 'redis' | 'pg';
+type Phase = 'w' | 'm';
+
+interface CaseSpec {
+  id: CaseId;
+  label: string;
+  app: AppName;
+  path: string;
+  /** A key generator for one phase (warm-up or measured run). */
+  keys(phase: Phase): () => string;
+  /** Key prefix of the measured run, for the checks against Postgres. */
+  measuredPrefix: string;
+  prepare?(port: number): Promise<string[]>;
+}
+
+interface AdapterRun {
+  results: CaseResult[];
+  /** (a) measured again after the other cases, to show drift. */
+  baselineAgain: autocannon.Result;
+}
+
+interface CaseResult {
+  spec: CaseSpec;
+  result: autocannon.Result;
+  rps: number;
+  handler: HandlerStatsSnapshot;
+  /** Commands Redis processed during the measured run. */
+  redisCalls: number;
+  warnings: string[];
+}
+
+const CASES: CaseSpec[] = [
+  {
+    id: 'a', label: '(a) no interceptor (@SkipIdempotency)', app: 'redis', path: '/plain',
+    keys: () => () => `plain-${RUN}`, measuredPrefix: `plain-${RUN}`,
+  },
+  {
+    id: 'b', label: '(b) first-time keys', app: 'redis', path: '/orders',
+    keys: (phase) => counterKeys(`new-${RUN}-${phase}-`, 1), measuredPrefix: `new-${RUN}-m-`,
+  },
+  {
+    id: 'c', label: '(c) replays from Redis', app: 'redis', path: '/orders',
+    keys: () => () => `replay-${RUN}`, measuredPrefix: `replay-${RUN}`,
+    prepare: (port) => completeOnce(port, `replay-${RUN}`),
+  },
+  {
+    id: 'd', label: '(d) replays, redis: false', app: 'pg', path: '/orders',
+    keys: () => () => `replay-pg-${RUN}`, measuredPrefix: `replay-pg-${RUN}`,
+    prepare: (port) => completeOnce(port, `replay-pg-${RUN}`),
+  },
+  {
+    id: 'e', label: `(e) ${DUP_GROUP}-way concurrent duplicates`, app: 'redis', path: '/orders',
+    keys: (phase) => counterKeys(`dup-${RUN}-${phase}-`, DUP_GROUP), measuredPrefix: `dup-${RUN}-m-`,
+  },
+];
+/** Measured in this order (writes last, so Postgres background work after (b) does not disturb the replays). */
+const RUN_ORDER: CaseId[] = ['a', 'c', 'd', 'b', 'e'].filter((id) => id === 'a' || ONLY.length === 0 || ONLY.includes(id)) as CaseId[];
+
+function positiveInt(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a whole number of at least 1, got "${raw}"`);
+  return n;
+}
+
+function env(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run the benchmark with \`npm run bench:http\``);
+  return value;
+}
+
+/** Keys `<prefix><n>` with n counting requests, `group` consecutive requests sharing one key. */
+function counterKeys(prefix: string, group: number): () => string {
+  let n = 0;
+  return () => `${prefix}${Math.floor(n++ / group)}`;
+}
+
+async function post(port: number, key: string): Promise<Response> {
+  return fetch(`http://127.0.0.1:${port}/orders`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': key },
+    body: BODY,
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_S * 1000),
+  });
+}
+
+/** Completes `key` once and checks that a second request replays it. */
+async function completeOnce(port: number, key: string): Promise<string[]> {
+  const problems: string[] = [];
+  const first = await post(port, key);
+  await first.arrayBuffer();
+  if (first.status !== 201) problems.push(`preparing key "${key}": first request answered ${first.status}, expected 201`);
+  const second = await post(port, key);
+  await second.arrayBuffer();
+  if (second.status !== 201 || second.headers.get('idempotent-replayed') !== 'true') {
+    problems.push(`preparing key "${key}": second request answered ${second.status} (replayed: ${second.headers.get('idempotent-replayed')}), expected a 201 replay`);
+  }
+  return problems;
+}
+
+async function stats(port: number, reset = false): Promise<HandlerStatsSnapshot | undefined> {
+  const res = await fetch(`http://127.0.0.1:${port}/stats${reset ? '/reset' : ''}`, {
+    method: reset ? 'POST' : 'GET',
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_S * 1000),
+  });
+  if (!res.ok) throw new Error(`GET /stats answered ${res.status}`);
+  if (reset) {
+    await res.arrayBuffer();
+    return undefined;
+  }
+  return (await res.json()) as HandlerStatsSnapshot;
+}
+
+/** Commands Redis has processed so far (INFO commandstats), leaving out the benchmark's own INFO calls. */
+async function redisCommands(redis: Redis): Promise<number> {
+  const info = await redis.info('commandstats');
+  let calls = 0;
+  for (const m of info.matchAll(/^cmdstat_(\w+(?:\|\w+)?):calls=(\d+)/gm)) {
+    if (m[1] !== 'info') calls += Number(m[2]);
+  }
+  return calls;
+}
+
+async function load(port: number, spec: CaseSpec, phase: Phase, duration: number): Promise<autocannon.Result> {
+  const nextKey = spec.keys(phase);
+  // Every case builds its requests the same way, so the load generator costs the same in each.
+  return await autocannon({
+    url: `http://127.0.0.1:${port}`,
+    connections: CONNECTIONS,
+    // autocannon stops at the first 1 s sample tick after `duration`: half a second less makes the run last exactly `duration`.
+    duration: duration - 0.5,
+    timeout: REQUEST_TIMEOUT_S,
+    requests: [{
+      method: 'POST',
+      path: spec.path,
+      headers: { 'content-type': 'application/json' },
+      body: BODY,
+      setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': nextKey() } }),
+    }],
+  });
+}
+
+/** autocannon drops its connections when time is up; the server still finishes what it had started. */
+function settle(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+}
+
+function statusCount(result: autocannon.Result, status: number): number {
+  return result.statusCodeStats[String(status)]?.count ?? 0;
+}
+
+interface RecordCounts {
+  completed: number;
+  other: number;
+}
+
+async function recordCounts(db: Client, schema: string, keyPrefix: string): Promise<RecordCounts> {
+  const { rows } = await db.query<{ completed: string; other: string }>(
+    `SELECT count(*) FILTER (WHERE status = 'completed') AS completed, count(*) FILTER (WHERE status <> 'completed') AS other
+       FROM "${schema}".idempotency_records WHERE scope = 'http:' AND starts_with(key, $1)`,
+    [keyPrefix],
+  );
+  return { completed: Number(rows[0].completed), other: Number(rows[0].other) };
+}
+
+/** Cheap correctness checks after a case; problems are reported as warnings, never as failures. */
+async function check(spec: CaseSpec, r: autocannon.Result, handler: HandlerStatsSnapshot, db: Client, schema: string): Promise<string[]> {
+  const w: string[] = [];
+  const total = r.requests.total;
+  const ok = statusCount(r, 201);
+  const conflicts = statusCount(r, 409);
+  const other = total - ok - conflicts;
+  if (r.errors > 0) w.push(`${r.errors} connection errors (${r.timeouts} timeouts)`);
+  if (total === 0) w.push('no request completed');
+  // Requests still in flight when autocannon stops were handled but not counted: allow one per connection.
+  const inFlight = CONNECTIONS;
+  switch (spec.id) {
+    case 'a':
+      if (ok !== total) w.push(`${total - ok} responses other than 201`);
+      break;
+    case 'b': {
+      if (ok !== total) w.push(`${total - ok} responses other than 201 (${conflicts} × 409)`);
+      if (handler.repeatedKeys > 0) w.push(`the handler ran ${handler.repeatedKeys} times for a key it had already run for`);
+      if (handler.calls < ok || handler.calls > ok + inFlight) w.push(`handler ran ${handler.calls} times for ${ok} responses`);
+      const rows = await recordCounts(db, schema, spec.measuredPrefix);
+      if (rows.completed !== handler.distinctKeys || rows.other > 0) {
+        w.push(`Postgres holds ${rows.completed} completed and ${rows.other} other records for ${handler.distinctKeys} handled keys`);
+      }
+      break;
+    }
+    case 'c':
+    case 'd':
+      if (ok !== total) w.push(`${total - ok} non-201 responses (${conflicts} × 409, ${other} other): every request should replay`);
+      if (handler.calls > 0) w.push(`the handler ran ${handler.calls} times; replays must not run it`);
+      break;
+    case 'e': {
+      if (other > 0) w.push(`${other} responses other than 201 and 409`);
+      if (handler.repeatedKeys > 0) w.push(`the handler ran twice for ${handler.repeatedKeys} keys: duplicates got through`);
+      const groups = Math.ceil((total + inFlight) / DUP_GROUP) + 1;
+      if (handler.distinctKeys > groups) w.push(`the handler ran for ${handler.distinctKeys} keys, more than the ${groups} groups sent`);
+      const rows = await recordCounts(db, schema, spec.measuredPrefix);
+      if (rows.completed !== handler.distinctKeys || rows.other > 0) {
+        w.push(`Postgres holds ${rows.completed} completed and ${rows.other} other records for ${handler.distinctKeys} handled keys`);
+      }
+      break;
+    }
+  }
+  return w;
+}
+
+function startServer(config: BenchServerConfig): Promise<{ child: ChildProcess; ports: Record<string, number> }> {
+  const child = fork(path.join(__dirname, 'http-bench.server.ts'), [], {
+    execArgv: ['-r', 'ts-node/register/transpile-only', ...(CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`] : [])],
+    env: { ...process.env, BENCH_SERVER_CONFIG: JSON.stringify(config) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the ${config.adapter} bench server did not start within ${SERVER_START_TIMEOUT_MS} ms`));
+    }, SERVER_START_TIMEOUT_MS);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`the ${config.adapter} bench server exited (${signal ?? code}) before it was ready`));
+    });
+    child.once('message', (msg: BenchServerMessage) => {
+      clearTimeout(timer);
+      if (msg.type === 'ready') resolve({ child, ports: msg.ports });
+      else reject(new Error(`the ${config.adapter} bench server failed to start:\n${msg.error}`));
+    });
+  });
+}
+
+function stopServer(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    if (child.connected) child.send('close');
+    else child.kill('SIGTERM');
+  });
+}
+
+const fmt = {
+  int: (n: number) => Math.round(n).toLocaleString('en-US'),
+  ms: (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(1)),
+  pct: (n: number) => `${(n * 100).toFixed(0)}%`,
+};
+
+/** A Markdown table with aligned columns; columns after the first are right-aligned. */
+function markdownTable(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;
+  const rule = `|${widths.map((w, i) => (i === 0 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`;
+  return [line(header), rule, ...rows.map(line)].join('\n');
+}
+
+async function benchAdapter(adapter: AdapterName, schemas: Record<AppName, string>, prefixes: Record<AppName, string>, db: Client, redis: Redis): Promise<AdapterRun> {
+  const postgres = (schema: string) => ({ url: env('DATABASE_URL'), schema, ...(POOL_SIZE ? { poolSize: POOL_SIZE } : {}) });
+  const apps: Record<AppName, IdempotencyModuleOptions> = {
+    redis: { postgres: postgres(schemas.redis), redis: { url: env('REDIS_URL'), keyPrefix: prefixes.redis }, migrationsRun: true },
+    pg: { postgres: postgres(schemas.pg), redis: false, migrationsRun: true },
+  };
+  process.stderr.write(`[bench] ${adapter}: starting the apps\n`);
+  const { child, ports } = await startServer({ adapter, apps });
+  try {
+    const results: CaseResult[] = [];
+    for (const id of RUN_ORDER) {
+      const spec = CASES.find((c) => c.id === id)!;
+      const port = ports[spec.app];
+      const warnings = spec.prepare ? await spec.prepare(port) : [];
+      // The first case also warms the fresh process up (JIT), so it gets two more seconds.
+      await load(port, spec, 'w', results.length === 0 ? WARMUP_S + 2 : WARMUP_S);
+      await settle(); // requests cut off at the end of the warm-up must not be counted in the measured run
+      await stats(port, true);
+      const redisBefore = await redisCommands(redis);
+      const result = await load(port, spec, 'm', DURATION_S);
+      await settle();
+      const handler = (await stats(port))!;
+      const redisCalls = (await redisCommands(redis)) - redisBefore;
+      warnings.push(...(await check(spec, result, handler, db, schemas[spec.app])));
+      const rps = result.requests.total / result.duration;
+      results.push({ spec, result, rps, handler, redisCalls, warnings });
+      process.stderr.write(`[bench] ${adapter} ${spec.label}: ${fmt.int(rps)} req/s\n`);
+    }
+    // The baseline once more, to show how much the machine drifted during the run.
+    const spec = CASES.find((c) => c.id === 'a')!;
+    const again = await load(ports[spec.app], spec, 'm', DURATION_S);
+    await settle();
+    return { results: results.sort((x, y) => x.spec.id.localeCompare(y.spec.id)), baselineAgain: again };
+  } finally {
+    await stopServer(child);
+  }
+}
+
+const DRIFT_WARNING = 0.15;
+
+function report(adapter: AdapterName, { results, baselineAgain }: AdapterRun): void {
+  const base = results.find((r) => r.spec.id === 'a')!.rps;
+  const row = (label: string, result: autocannon.Result) => {
+    const rps = result.requests.total / result.duration;
+    const s201 = statusCount(result, 201);
+    const s409 = statusCount(result, 409);
+    return [
+      label, fmt.int(rps), fmt.pct(rps / base), fmt.ms(result.latency.p50), fmt.ms(result.latency.p99),
+      fmt.int(result.requests.total), fmt.int(s201), fmt.int(s409), fmt.int(result.requests.total - s201 - s409), fmt.int(result.errors),
+    ];
+  };
+  const rows = [...results.map(({ spec, result }) => row(spec.label, result)), row('(a) again, after the others', baselineAgain)];
+  const name = adapter === 'express' ? 'Express' : 'Fastify';
+  process.stdout.write(`\n### ${name}\n\n`);
+  process.stdout.write(`${markdownTable(['Case', 'req/s', 'vs (a)', 'p50 ms', 'p99 ms', 'requests', '201', '409', 'other', 'errors'], rows)}\n`);
+  const drift = baselineAgain.requests.total / baselineAgain.duration / base - 1;
+  const warnings = results.flatMap((r) => r.warnings.map((w) => `${r.spec.label}: ${w}`));
+  const per = (n: number, total: number) => (total > 0 ? (n / total).toFixed(2) : '-');
+  const trips = results.map(({ spec, result, handler, redisCalls }) => {
+    const total = result.requests.total;
+    const q = handler.queries;
+    const other = Object.entries(q).filter(([k]) => k !== 'claim' && k !== 'complete').reduce((sum, [, n]) => sum + n, 0);
+    const pg = (n: number) => (handler.counting ? per(n, total) : 'n/a');
+    const redisTrips = Object.values(handler.redisCommands).reduce((sum, n) => sum + n, 0);
+    return [
+      spec.label, per(handler.calls, total), pg(q.claim ?? 0), pg(q.complete ?? 0), pg(other),
+      handler.counting ? per(redisTrips, total) : 'n/a', per(redisCalls, total),
+    ];
+  });
+  process.stdout.write(`\nRound trips per request (counted on the module's pool and Redis client; Redis-side commands include those run inside scripts):\n\n`);
+  process.stdout.write(`${markdownTable(['Case', 'handler runs', 'pg claim', 'pg complete', 'pg other', 'Redis calls', 'Redis-side cmds'], trips)}\n`);
+  const prepared = results.filter((r) => (r.spec.id === 'b' || r.spec.id === 'd') && r.handler.counting).map(({ spec, handler }) => {
+    const p = handler.preparedPerConnection;
+    return `after (${spec.id}) ${p.length} pool connections with ${p.length > 0 ? `${Math.min(...p)}–${Math.max(...p)}` : '0'} named statements prepared on each`;
+  });
+  if (prepared.length > 0) process.stdout.write(`\nPostgres pool: ${prepared.join('; ')}.\n`);
+  if (Math.abs(drift) > DRIFT_WARNING) {
+    process.stdout.write(`WARNING ${name}: (a) changed by ${fmt.pct(drift)} between its two runs; the machine's speed varied (other load?), so compare the ratios with care.\n`);
+  }
+  for (const w of warnings) process.stdout.write(`WARNING ${name} ${w}\n`);
+  if (warnings.length === 0) process.stdout.write('Checks passed: no errors, replays all 201 without running the handler, one record and one handler run per key.\n');
+}
+
+async function cleanup(db: Client, redis: Redis, schemas: string[], prefixes: string[]): Promise<void> {
+  for (const schema of schemas) await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  for (const prefix of prefixes) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.unlink(...keys);
+    } while (cursor !== '0');
+  }
+}
+
+async function main(): Promise<void> {
+  const watchdog = setTimeout(() => {
+    process.stderr.write(`[bench] gave up after ${WATCHDOG_MS / 1000} s\n`);
+    process.exit(1);
+  }, WATCHDOG_MS);
+  watchdog.unref();
+
+  const db = new Client({ connectionString: env('DATABASE_URL') });
+  await db.connect();
+  const redis = new Redis(env('REDIS_URL'), { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await redis.connect();
+  const settings = await db.query<{ name: string; setting: string }>(
+    `SELECT name, setting FROM pg_settings WHERE name IN ('server_version', 'fsync', 'synchronous_commit', 'full_page_writes', 'wal_sync_method')`,
+  );
+  const pg = Object.fromEntries(settings.rows.map((r) => [r.name, r.setting]));
+  process.stdout.write(
+    `HTTP benchmark (run ${RUN}): node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), ` +
+    `Postgres ${pg.server_version} (fsync=${pg.fsync}, synchronous_commit=${pg.synchronous_commit}), ` +
+    `pool size ${POOL_SIZE ?? 'default (10)'}\n` +
+    `load average at start: ${os.loadavg().map((n) => n.toFixed(2)).join(' ')}\n` +
+    `autocannon: ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s measured per case, POST ${BODY.length}-byte JSON; ` +
+    `server in its own process, loopback only\n`,
+  );
+
+  const allSchemas: string[] = [];
+  const allPrefixes: string[] = [];
+  try {
+    for (const adapter of ADAPTERS) {
+      const schemas = { redis: `bench_${RUN}_${adapter}_r`, pg: `bench_${RUN}_${adapter}_p` };
+      const prefixes = { redis: `idem-bench-${RUN}-${adapter}`, pg: `idem-bench-${RUN}-${adapter}-unused` };
+      allSchemas.push(schemas.redis, schemas.pg);
+      allPrefixes.push(prefixes.redis);
+      report(adapter, await benchAdapter(adapter, schemas, prefixes, db, redis));
+    }
+  } finally {
+    if (!KEEP) await cleanup(db, redis, allSchemas, allPrefixes).catch((err: unknown) => process.stderr.write(`[bench] cleanup failed: ${String(err)}\n`));
+    await db.end();
+    redis.disconnect();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);

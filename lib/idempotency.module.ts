@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { IdempotencyService } from './core/idempotency.service';
+import { InboxService } from './inbox/inbox.service';
 import { IdempotencyConfigurableModule } from './idempotency.module-definition';
 import { idempotencyProviders } from './idempotency.providers';
 
@@ -11,6 +12,6 @@ import { idempotencyProviders } from './idempotency.providers';
 @Module({
   imports: [DiscoveryModule],
   providers: idempotencyProviders,
-  exports: [IdempotencyService],
+  exports: [IdempotencyService, InboxService],
 })
 export class IdempotencyModule extends IdempotencyConfigurableModule {}

@@ -2,6 +2,7 @@ import { Logger, Provider } from '@nestjs/common';
 import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
 import { IdempotencyService } from './core/idempotency.service';
 import { IdempotentMethodExplorer } from './guard/idempotent-method.explorer';
+import { InboxService } from './inbox/inbox.service';
 import { IdempotencyMetadataAccessor } from './idempotency-metadata.accessor';
 import { IdempotencyInterceptor } from './http/idempotency.interceptor';
 import { IdempotencyProblemFilter } from './http/idempotency-problem.filter';
@@ -46,6 +47,7 @@ export const idempotencyProviders: Provider[] = [
   IdempotencyService,
   IdempotencyMetadataAccessor,
   IdempotentMethodExplorer,
+  InboxService,
   { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
   { provide: APP_FILTER, useClass: IdempotencyProblemFilter },
 ];

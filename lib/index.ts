@@ -5,6 +5,8 @@ export type { BeginResult } from './core/idempotency.service';
 export type { Claim, ClaimRequest, ClaimOutcome, CompletedRecord, RecordStatus } from './core/idempotency-record';
 export { Idempotent, SkipIdempotency } from './http/idempotent.decorator';
 export { IdempotentMethod } from './guard/idempotent-method.decorator';
+export { InboxService } from './inbox/inbox.service';
+export type { InboxOutcome, InboxBatchOutcome } from './inbox/inbox.service';
 export type { IdempotentMethodOptions } from './guard/idempotent-method.decorator';
 export type { RunOptions, OnDuplicate, OnFailure } from './interfaces/run-options.interface';
 export { IdempotencyInterceptor } from './http/idempotency.interceptor';

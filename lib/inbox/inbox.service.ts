@@ -1,0 +1,84 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { IdempotencyConfigError } from '../errors/idempotency-config.error';
+import { quoteIdent } from '../storage/postgres/idempotency.sql';
+import { IdempotencyConnections } from '../storage/idempotency-connections';
+
+/** What happened to one message. */
+export type InboxOutcome<T> = { status: 'processed'; result: T } | { status: 'duplicate' };
+
+/** What happened to a batch: the handler saw only `processed`. */
+export interface InboxBatchOutcome<M, T> {
+  processed: M[];
+  duplicates: M[];
+  /** The handler's return value; undefined when every message was a duplicate and the handler did not run. */
+  result: T | undefined;
+}
+
+/**
+ * Processes each message once for at-least-once transports (queues, webhooks, brokers): the message id
+ * is recorded with `INSERT … ON CONFLICT DO NOTHING` in the same transaction as the handler's own writes.
+ * A crash or an error rolls both back, so a redelivery runs again; a duplicate after commit is skipped.
+ * A concurrent redelivery waits until the first delivery commits or rolls back.
+ */
+@Injectable()
+export class InboxService {
+  constructor(private readonly connections: IdempotencyConnections) {}
+
+  /** Runs `handler` in a transaction unless `messageId` was already processed by `consumer`. */
+  async process<T>(messageId: string, consumer: string, handler: (manager: EntityManager) => Promise<T>): Promise<InboxOutcome<T>> {
+    checkIdentifiers([messageId], consumer);
+    return this.connections.dataSource.transaction(async (manager) => {
+      const inserted = await manager.query<unknown[]>(
+        `INSERT INTO ${this.table()} (consumer, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING 1`,
+        [consumer, messageId],
+      );
+      if (inserted.length === 0) return { status: 'duplicate' } as const;
+      return { status: 'processed', result: await handler(manager) } as const;
+    });
+  }
+
+  /**
+   * Records a batch in one transaction and runs `handler` once with only the messages not seen before
+   * (duplicates within the batch count once). `idOf` reads a message's id; by default its `id` property.
+   */
+  async processBatch<M, T>(
+    messages: readonly M[],
+    consumer: string,
+    handler: (manager: EntityManager, fresh: M[]) => Promise<T>,
+    idOf: (message: M) => string = (message) => (message as { id: string }).id,
+  ): Promise<InboxBatchOutcome<M, T>> {
+    const ids = messages.map(idOf);
+    checkIdentifiers(ids, consumer);
+    return this.connections.dataSource.transaction(async (manager) => {
+      const rows = await manager.query<{ message_id: string }[]>(
+        `INSERT INTO ${this.table()} (consumer, message_id) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING RETURNING message_id`,
+        [consumer, [...new Set(ids)]],
+      );
+      const fresh = new Set(rows.map((r) => r.message_id));
+      const processed: M[] = [];
+      const duplicates: M[] = [];
+      messages.forEach((message, i) => {
+        if (fresh.delete(ids[i])) processed.push(message);
+        else duplicates.push(message);
+      });
+      const result = processed.length > 0 ? await handler(manager, processed) : undefined;
+      return { processed, duplicates, result };
+    });
+  }
+
+  private table(): string {
+    return `${quoteIdent(this.connections.schema)}.${quoteIdent('inbox_messages')}`;
+  }
+}
+
+function checkIdentifiers(ids: readonly string[], consumer: string): void {
+  if (typeof consumer !== 'string' || consumer.length === 0) {
+    throw new IdempotencyConfigError(['inbox consumer: expected a non-empty name, e.g. "payment-webhooks"']);
+  }
+  for (const id of ids) {
+    if (typeof id !== 'string' || id.length === 0) {
+      throw new IdempotencyConfigError([`inbox message id: expected a non-empty string, got ${JSON.stringify(id)}`]);
+    }
+  }
+}

@@ -1,0 +1,109 @@
+import { INestApplicationContext, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { IdempotencyConfigError, IdempotencyModule, InboxService } from '../../lib';
+import { databaseUrl, sql, uniqueSchema } from '../support/test-app';
+
+describe('InboxService', () => {
+  const schema = uniqueSchema('inbox');
+  let app: INestApplicationContext;
+  let inbox: InboxService;
+
+  const effects = async (): Promise<string[]> =>
+    (await sql<{ message_id: string }>(`SELECT message_id FROM "${schema}".effects ORDER BY id`)).map((r) => r.message_id);
+
+  beforeAll(async () => {
+    @Module({ imports: [IdempotencyModule.forRoot({ postgres: { url: databaseUrl(), schema }, redis: false, migrationsRun: true })] })
+    class InboxModule {}
+    app = await NestFactory.createApplicationContext(InboxModule, { logger: false });
+    inbox = app.get(InboxService);
+    await sql(`CREATE TABLE "${schema}".effects (id serial PRIMARY KEY, message_id text NOT NULL)`);
+  });
+
+  afterAll(() => app.close());
+  beforeEach(() => sql(`TRUNCATE "${schema}".effects, "${schema}".inbox_messages`));
+
+  const recordEffect = (id: string) => (manager: import('typeorm').EntityManager) =>
+    manager.query(`INSERT INTO "${schema}".effects (message_id) VALUES ($1) RETURNING id`, [id]) as Promise<unknown>;
+
+  it('processes a message once and reports later deliveries as duplicates', async () => {
+    const first = await inbox.process('evt-1', 'payments', recordEffect('evt-1'));
+    const again = await inbox.process('evt-1', 'payments', recordEffect('evt-1'));
+    expect(first.status).toBe('processed');
+    expect(again).toEqual({ status: 'duplicate' });
+    expect(await effects()).toEqual(['evt-1']);
+  });
+
+  it('keeps consumers apart: the same id is new for another consumer', async () => {
+    await inbox.process('evt-2', 'payments', recordEffect('evt-2'));
+    const other = await inbox.process('evt-2', 'analytics', recordEffect('evt-2'));
+    expect(other.status).toBe('processed');
+    expect(await effects()).toEqual(['evt-2', 'evt-2']);
+  });
+
+  it('rolls back the id with the handler on failure, so a redelivery runs again', async () => {
+    await expect(
+      inbox.process('evt-3', 'payments', async (manager) => {
+        await recordEffect('evt-3')(manager);
+        throw new Error('handler crashed after writing');
+      }),
+    ).rejects.toThrow('handler crashed after writing');
+    expect(await effects()).toEqual([]);
+    expect(await sql(`SELECT * FROM "${schema}".inbox_messages`)).toEqual([]);
+    const redelivery = await inbox.process('evt-3', 'payments', recordEffect('evt-3'));
+    expect(redelivery.status).toBe('processed');
+    expect(await effects()).toEqual(['evt-3']);
+  });
+
+  it('runs concurrent deliveries of one message exactly once', async () => {
+    const outcomes = await Promise.all(
+      Array.from({ length: 10 }, () =>
+        inbox.process('evt-4', 'payments', async (manager) => {
+          await recordEffect('evt-4')(manager);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }),
+      ),
+    );
+    expect(outcomes.filter((o) => o.status === 'processed')).toHaveLength(1);
+    expect(outcomes.filter((o) => o.status === 'duplicate')).toHaveLength(9);
+    expect(await effects()).toEqual(['evt-4']);
+  });
+
+  it('hands the processed result back', async () => {
+    const outcome = await inbox.process('evt-5', 'payments', () => Promise.resolve({ credited: 42 }));
+    expect(outcome).toEqual({ status: 'processed', result: { credited: 42 } });
+  });
+
+  it('processes only the new messages of a batch, in one transaction', async () => {
+    await inbox.process('b-2', 'batch', recordEffect('b-2'));
+    const batch = [{ id: 'b-1' }, { id: 'b-2' }, { id: 'b-3' }, { id: 'b-1' }];
+    const seen: string[][] = [];
+    const outcome = await inbox.processBatch(batch, 'batch', async (manager, fresh) => {
+      seen.push(fresh.map((m) => m.id));
+      for (const m of fresh) await recordEffect(m.id)(manager);
+      return fresh.length;
+    });
+    expect(seen).toEqual([['b-1', 'b-3']]);
+    expect(outcome.processed.map((m) => m.id)).toEqual(['b-1', 'b-3']);
+    expect(outcome.duplicates.map((m) => m.id)).toEqual(['b-2', 'b-1']);
+    expect(outcome.result).toBe(2);
+    expect(await effects()).toEqual(['b-2', 'b-1', 'b-3']);
+
+    const replay = await inbox.processBatch(batch, 'batch', () => Promise.reject(new Error('must not run')));
+    expect(replay.processed).toEqual([]);
+    expect(replay.result).toBeUndefined();
+  });
+
+  it('rolls back a whole batch when its handler fails', async () => {
+    const batch = [{ key: 'x-1' }, { key: 'x-2' }];
+    await expect(
+      inbox.processBatch(batch, 'batch', () => Promise.reject(new Error('boom')), (m) => m.key),
+    ).rejects.toThrow('boom');
+    const retry = await inbox.processBatch(batch, 'batch', () => Promise.resolve('ok'), (m) => m.key);
+    expect(retry.processed).toHaveLength(2);
+  });
+
+  it('refuses an empty message id or consumer with a clear error', async () => {
+    await expect(inbox.process('', 'payments', () => Promise.resolve())).rejects.toBeInstanceOf(IdempotencyConfigError);
+    await expect(inbox.process('evt', '', () => Promise.resolve())).rejects.toThrow(/inbox consumer/);
+  });
+});

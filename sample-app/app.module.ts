@@ -3,6 +3,7 @@ import { ConfigModule, ConfigService } from '@nestjs/config';
 import { IdempotencyModule, IdempotencyModuleOptions } from '../lib';
 import { DatabaseModule } from './database/database.module';
 import { PaymentsModule } from './payments/payments.module';
+import { WebhooksModule } from './webhooks/webhooks.module';
 
 @Module({
   imports: [
@@ -22,6 +23,7 @@ import { PaymentsModule } from './payments/payments.module';
     }),
     DatabaseModule,
     PaymentsModule,
+    WebhooksModule,
   ],
 })
 export class AppModule {}

@@ -175,6 +175,31 @@ async function runScript(app) {
   check(final === baseline + 2, `expected the demo to add 2 ledger rows, it added ${final - baseline}`);
 }
 
+/** 6. A webhook delivered several times (twice at once) is handled once, through the inbox. */
+async function runWebhookScript(app) {
+  out();
+  out('6) The payment provider delivers one webhook event 4 times (2 at once) — the inbox handles it once');
+  const event = { id: `evt_${randomUUID()}`, type: 'payment.succeeded', data: { paymentId: 'demo' } };
+  const deliver = async () => {
+    const res = await fetch(`${app.base}/webhooks/payment-provider`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(event),
+    });
+    const text = await res.text();
+    check(res.status === 200, `the webhook answered ${res.status}: ${text}`);
+    return JSON.parse(text).status;
+  };
+  out(`    POST /webhooks/payment-provider   ${JSON.stringify(event)}`);
+  const statuses = [...(await Promise.all([deliver(), deliver()])), await deliver(), await deliver()];
+  statuses.forEach((status, i) => out(`    delivery ${i + 1} → ${status}`));
+  const res = await fetch(`${app.base}/webhooks/payment-provider/events/${event.id}/count`);
+  const { count } = await res.json();
+  out(`    events recorded for ${event.id}: ${count}`);
+  check(statuses.filter((s) => s === 'processed').length === 1, `expected one delivery processed, got ${statuses.join(', ')}`);
+  check(count === 1, `expected the event to be recorded once, got ${count}`);
+}
+
 async function main() {
   let services;
   let app;
@@ -195,6 +220,7 @@ async function main() {
     app = await startApp(services.env);
     await waitForApp(app);
     await runScript(app);
+    await runWebhookScript(app);
     out();
     out('Demo finished: every step behaved as expected.');
   } catch (err) {

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { IdempotencyService } from './core/idempotency.service';
 import { InboxService } from './inbox/inbox.service';
+import { RetentionService } from './retention/retention.service';
 import { IdempotencyConfigurableModule } from './idempotency.module-definition';
 import { idempotencyProviders } from './idempotency.providers';
 
@@ -12,6 +13,6 @@ import { idempotencyProviders } from './idempotency.providers';
 @Module({
   imports: [DiscoveryModule],
   providers: idempotencyProviders,
-  exports: [IdempotencyService, InboxService],
+  exports: [IdempotencyService, InboxService, RetentionService],
 })
 export class IdempotencyModule extends IdempotencyConfigurableModule {}

@@ -3,6 +3,7 @@ import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
 import { IdempotencyService } from './core/idempotency.service';
 import { IdempotentMethodExplorer } from './guard/idempotent-method.explorer';
 import { InboxService } from './inbox/inbox.service';
+import { RetentionService } from './retention/retention.service';
 import { IdempotencyMetadataAccessor } from './idempotency-metadata.accessor';
 import { IdempotencyInterceptor } from './http/idempotency.interceptor';
 import { IdempotencyProblemFilter } from './http/idempotency-problem.filter';
@@ -48,6 +49,7 @@ export const idempotencyProviders: Provider[] = [
   IdempotencyMetadataAccessor,
   IdempotentMethodExplorer,
   InboxService,
+  RetentionService,
   { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
   { provide: APP_FILTER, useClass: IdempotencyProblemFilter },
 ];

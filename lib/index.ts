@@ -6,6 +6,8 @@ export type { Claim, ClaimRequest, ClaimOutcome, CompletedRecord, RecordStatus }
 export { Idempotent, SkipIdempotency } from './http/idempotent.decorator';
 export { IdempotentMethod } from './guard/idempotent-method.decorator';
 export { InboxService } from './inbox/inbox.service';
+export { RetentionService } from './retention/retention.service';
+export type { RetentionOptions, CleanupReport } from './retention/retention.interfaces';
 export type { InboxOutcome, InboxBatchOutcome } from './inbox/inbox.service';
 export type { IdempotentMethodOptions } from './guard/idempotent-method.decorator';
 export type { RunOptions, OnDuplicate, OnFailure } from './interfaces/run-options.interface';

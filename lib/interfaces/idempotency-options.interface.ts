@@ -1,6 +1,7 @@
 import type Redis from 'ioredis';
 import type { RedisOptions } from 'ioredis';
 import type { DataSource } from 'typeorm';
+import type { RetentionOptions } from '../retention/retention.interfaces';
 import type { Duration } from '../utils/duration';
 
 /** Postgres: a connection the module owns, or the app's own `@nestjs/typeorm` DataSource (by name or instance). */
@@ -101,4 +102,5 @@ export interface IdempotencyModuleOptions {
   migrationsRun?: boolean;
   http?: HttpIdempotencyOptions;
   workflows?: WorkflowModuleOptions;
+  retention?: RetentionOptions;
 }

@@ -1,3 +1,4 @@
+import type { ResolvedRetentionOptions } from '../retention/retention.interfaces';
 import type Redis from 'ioredis';
 import type { RedisOptions } from 'ioredis';
 import type { DataSource } from 'typeorm';
@@ -48,4 +49,5 @@ export interface ResolvedOptions {
   migrationsRun: boolean;
   http: ResolvedHttpOptions;
   workflows: ResolvedWorkflowOptions;
+  retention: ResolvedRetentionOptions;
 }

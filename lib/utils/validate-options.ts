@@ -1,5 +1,6 @@
 import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 import type { IdempotencyModuleOptions } from '../interfaces/idempotency-options.interface';
+import type { ResolvedRetentionOptions } from '../retention/retention.interfaces';
 import type { ResolvedHttpOptions, ResolvedOptions, ResolvedWorkflowOptions } from '../interfaces/resolved-options';
 import { parseDuration } from './duration';
 
@@ -170,7 +171,25 @@ function resolveWorkflows(c: Checker, value: unknown): ResolvedWorkflowOptions {
   };
 }
 
-const KNOWN_KEYS = ['postgres', 'redis', 'migrationsRun', 'http', 'workflows'];
+function resolveRetention(c: Checker, value: unknown): ResolvedRetentionOptions {
+  if (value !== undefined && !isObject(value)) c.fail('retention', 'expected { default?, workflows?, queues?, inbox?, cleanupInterval?, batchSize? }');
+  const o = isObject(value) ? value : {};
+  const queuesMs: Record<string, number> = {};
+  if (o.queues !== undefined) {
+    if (!isObject(o.queues)) c.fail('retention.queues', 'expected an object of queue name to duration, e.g. { payments: "30d" }');
+    else for (const [queue, duration] of Object.entries(o.queues)) queuesMs[queue] = c.duration(`retention.queues.${queue}`, duration, 0);
+  }
+  return {
+    releasedMs: c.duration('retention.default', o.default, 7 * 86_400_000),
+    workflowsMs: c.duration('retention.workflows', o.workflows, 30 * 86_400_000),
+    queuesMs,
+    inboxMs: o.inbox === undefined || o.inbox === false ? null : c.duration('retention.inbox', o.inbox, 0),
+    intervalMs: o.cleanupInterval === false ? null : c.duration('retention.cleanupInterval', o.cleanupInterval, 3_600_000, { positive: true }),
+    batchSize: c.positiveInt('retention.batchSize', o.batchSize, 1000),
+  };
+}
+
+const KNOWN_KEYS = ['postgres', 'redis', 'migrationsRun', 'http', 'workflows', 'retention'];
 
 /** Validates module options and fills in defaults; throws one IdempotencyConfigError naming every bad option. */
 export function resolveOptions(options: IdempotencyModuleOptions | undefined): ResolvedOptions {
@@ -187,6 +206,7 @@ export function resolveOptions(options: IdempotencyModuleOptions | undefined): R
     migrationsRun: c.boolean('migrationsRun', options.migrationsRun, false),
     http: resolveHttp(c, options.http),
     workflows: resolveWorkflows(c, options.workflows),
+    retention: resolveRetention(c, options.retention),
   };
   if (c.problems.length > 0) throw new IdempotencyConfigError(c.problems);
   return resolved;

@@ -1,0 +1,72 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { ResolvedOptions } from '../interfaces/resolved-options';
+import { IdempotencyConnections } from '../storage/idempotency-connections';
+import { CleanupReport } from './retention.interfaces';
+import { retentionSql } from './retention.sql';
+
+/**
+ * Deletes what retention says may go, in short batches, on one instance at a time (a Postgres advisory
+ * lock): expired HTTP and method records and old inbox ids.
+ * Runs every `retention.cleanupInterval` in the background; `cleanup()` runs a pass on demand.
+ */
+@Injectable()
+export class RetentionService implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('Idempotency');
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<unknown>;
+
+  constructor(
+    @Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions,
+    private readonly connections: IdempotencyConnections,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    const interval = this.options.retention.intervalMs;
+    if (interval === null) return;
+    this.timer = setInterval(() => {
+      if (this.running) return;
+      this.running = this.cleanup()
+        .catch((err: Error) => this.logger.warn(`retention cleanup failed: ${err.message}`))
+        .finally(() => (this.running = undefined));
+    }, interval);
+    this.timer.unref();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** One cleanup pass; `null` when another instance is running one right now. */
+  async cleanup(): Promise<CleanupReport | null> {
+    const sql = retentionSql(this.connections.schema);
+    const client = await this.connections.pool.connect();
+    try {
+      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [sql.lockKey]);
+      if (!rows[0].locked) return null;
+      try {
+        const { batchSize, releasedMs, inboxMs } = this.options.retention;
+        const report: CleanupReport = { records: 0, inbox: 0, workflows: 0 };
+        report.records = await this.drain(sql.records, [releasedMs, batchSize], batchSize);
+        if (inboxMs !== null) report.inbox = await this.drain(sql.inbox, [inboxMs, batchSize], batchSize);
+        return report;
+      } finally {
+        await client.query('SELECT pg_advisory_unlock(hashtext($1))', [sql.lockKey]);
+      }
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Repeats one batched delete until a batch comes back short; each batch commits on its own. */
+  private async drain(text: string, values: unknown[], batchSize: number): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const { rowCount } = await this.connections.pool.query(text, values);
+      total += rowCount ?? 0;
+      if ((rowCount ?? 0) < batchSize) return total;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+}

@@ -1,0 +1,187 @@
+import { Body, Controller, INestApplication, Injectable, Module, Post } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { Client } from 'pg';
+import request from 'supertest';
+import {
+  IdempotencyConfigError, IdempotencyModule, IdempotencyModuleOptions, IdempotencyService, Idempotent, IdempotentMethod, InboxService, RetentionService,
+} from '../../lib';
+import { databaseUrl, sql, uniqueSchema } from '../support/test-app';
+
+let handlerRuns = 0;
+@Controller()
+class OrdersController {
+  @Post('orders')
+  @Idempotent({ ttl: '300ms' })
+  create(@Body() body: { n: number }) {
+    handlerRuns++;
+    return { run: handlerRuns, n: body.n };
+  }
+}
+
+let methodRuns = 0;
+@Injectable()
+class Billing {
+  @IdempotentMethod({ ttl: '300ms' })
+  async bill(id: string): Promise<number> {
+    methodRuns++;
+    return Promise.resolve(methodRuns);
+  }
+}
+
+async function boot(schema: string, retention: IdempotencyModuleOptions['retention'] = {}): Promise<INestApplication> {
+  @Module({
+    imports: [IdempotencyModule.forRoot({ postgres: { url: databaseUrl(), schema }, redis: false, migrationsRun: true, retention })],
+    controllers: [OrdersController],
+    providers: [Billing],
+  })
+  class RetentionTestModule {}
+  const app = await NestFactory.create(RetentionTestModule, { logger: false, abortOnError: false });
+  await app.init();
+  return app;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('retention cleanup', () => {
+  const schema = uniqueSchema('ret');
+  let app: INestApplication;
+  let retention: RetentionService;
+  const table = `"${schema}".idempotency_records`;
+
+  beforeAll(async () => {
+    app = await boot(schema, { default: '1h', inbox: '1h', cleanupInterval: false, batchSize: 5000 });
+    retention = app.get(RetentionService);
+  });
+  afterAll(() => app.close());
+
+  it('removes exactly the expired records of 200,000, keeps 1,000 live ones, while claims keep working', async () => {
+    await sql(`
+      INSERT INTO ${table} (scope, key, fingerprint, status, expires_at, completed_at, result)
+      SELECT 'bulk', 'expired-' || g, 'f', 'completed', now() - interval '1 minute', now() - interval '2 minutes', '{}'::jsonb
+        FROM generate_series(1, 200000) g;
+      INSERT INTO ${table} (scope, key, fingerprint, status, expires_at, completed_at, result)
+      SELECT 'bulk', 'live-' || g, 'f', 'completed', now() + interval '1 day', now(), '{}'::jsonb
+        FROM generate_series(1, 1000) g;
+      ANALYZE ${table};`);
+    const engine = app.get(IdempotencyService);
+    let claims = 0;
+    let claimErrors = 0;
+    let cleaning = true;
+    const claimLoop = (async () => {
+      while (cleaning) {
+        try {
+          const begun = await engine.begin({ scope: 'during', key: `k-${claims}`, fingerprint: 'f', leaseMs: 10_000, ttlMs: 60_000 });
+          if (begun.kind === 'acquired') await engine.complete(begun.claim, { ok: true });
+          else claimErrors++;
+          claims++;
+        } catch {
+          claimErrors++;
+        }
+      }
+    })();
+    const report = await retention.cleanup();
+    cleaning = false;
+    await claimLoop;
+    expect(report?.records).toBe(200000);
+    const left = await sql<{ expired: string; live: string }>(
+      `SELECT count(*) FILTER (WHERE key LIKE 'expired-%') AS expired, count(*) FILTER (WHERE key LIKE 'live-%') AS live FROM ${table} WHERE scope = 'bulk'`,
+    );
+    expect(left[0]).toEqual({ expired: '0', live: '1000' });
+    expect(claims).toBeGreaterThan(0);
+    expect(claimErrors).toBe(0);
+  }, 120_000);
+
+  it('finds the rows to delete through the expires_at index when most rows are live', async () => {
+    await sql(`
+      INSERT INTO ${table} (scope, key, fingerprint, status, expires_at, completed_at, result)
+      SELECT 'plan', 'live-' || g, 'f', 'completed', now() + interval '1 day', now(), '{}'::jsonb FROM generate_series(1, 50000) g;
+      INSERT INTO ${table} (scope, key, fingerprint, status, expires_at, completed_at, result)
+      SELECT 'plan', 'old-' || g, 'f', 'completed', now() - interval '1 minute', now(), '{}'::jsonb FROM generate_series(1, 100) g;
+      ANALYZE ${table};`);
+    const plan = await sql<{ 'QUERY PLAN': string }>(`
+      EXPLAIN SELECT id FROM ${table}
+       WHERE expires_at < now() AND (status = 'completed' OR (status = 'in_progress' AND locked_until < now())) LIMIT 1000`);
+    expect(plan.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/idempotency_records_expires_at/);
+  });
+
+  it('never removes an unfinished record, and keeps released ones for retention.default', async () => {
+    await sql(`
+      INSERT INTO ${table} (scope, key, fingerprint, status, lease_token, locked_until, expires_at)
+        VALUES ('keep', 'live-lease', 'f', 'in_progress', gen_random_uuid(), now() + interval '1 minute', now() - interval '1 minute'),
+               ('keep', 'dead-lease', 'f', 'in_progress', gen_random_uuid(), now() - interval '1 minute', now() - interval '1 minute');
+      INSERT INTO ${table} (scope, key, fingerprint, status, expires_at, completed_at)
+        VALUES ('keep', 'failed-recent', 'f', 'failed', now() - interval '1 minute', now() - interval '10 minutes'),
+               ('keep', 'failed-old', 'f', 'failed', now() - interval '1 minute', now() - interval '2 hours');`);
+    await retention.cleanup();
+    const keys = (await sql<{ key: string }>(`SELECT key FROM ${table} WHERE scope = 'keep' ORDER BY key`)).map((r) => r.key);
+    expect(keys).toEqual(['failed-recent', 'live-lease']);
+  });
+
+  it('lets an HTTP key and a method key be used again after cleanup', async () => {
+    const first = await request(app.getHttpServer()).post('/orders').set('Idempotency-Key', 'reuse-me').send({ n: 1 });
+    const replay = await request(app.getHttpServer()).post('/orders').set('Idempotency-Key', 'reuse-me').send({ n: 1 });
+    expect(replay.text).toBe(first.text);
+    const billing = app.get(Billing);
+    const billed = await billing.bill('b-1');
+    expect(await billing.bill('b-1')).toBe(billed);
+    await sleep(400);
+    const report = await retention.cleanup();
+    expect(report?.records).toBeGreaterThanOrEqual(2);
+    expect(await sql(`SELECT key FROM ${table} WHERE key = 'reuse-me'`)).toEqual([]);
+    const again = await request(app.getHttpServer()).post('/orders').set('Idempotency-Key', 'reuse-me').send({ n: 2 });
+    expect(again.status).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBeUndefined();
+    expect(JSON.parse(again.text)).toEqual({ run: handlerRuns, n: 2 });
+    expect(await billing.bill('b-1')).toBe(billed + 1);
+  });
+
+  it('removes inbox ids older than retention.inbox, after which a redelivery runs again', async () => {
+    const inbox = app.get(InboxService);
+    await inbox.process('old-evt', 'c', () => Promise.resolve());
+    await inbox.process('new-evt', 'c', () => Promise.resolve());
+    await sql(`UPDATE "${schema}".inbox_messages SET processed_at = now() - interval '2 hours' WHERE message_id = 'old-evt'`);
+    const report = await retention.cleanup();
+    expect(report?.inbox).toBe(1);
+    expect((await inbox.process('old-evt', 'c', () => Promise.resolve())).status).toBe('processed');
+    expect((await inbox.process('new-evt', 'c', () => Promise.resolve())).status).toBe('duplicate');
+  });
+
+  it('runs on one instance at a time', async () => {
+    const holder = new Client({ connectionString: databaseUrl() });
+    await holder.connect();
+    try {
+      await holder.query('SELECT pg_advisory_lock(hashtext($1))', [`nestjs-idempotency:retention:${schema}`]);
+      expect(await retention.cleanup()).toBeNull();
+      await holder.query('SELECT pg_advisory_unlock(hashtext($1))', [`nestjs-idempotency:retention:${schema}`]);
+      expect(await retention.cleanup()).not.toBeNull();
+    } finally {
+      await holder.end();
+    }
+  });
+});
+
+describe('retention defaults and options', () => {
+  it('keeps inbox ids forever by default and runs in the background on its interval', async () => {
+    const schema = uniqueSchema('ret');
+    const app = await boot(schema, { cleanupInterval: '200ms' });
+    try {
+      const inbox = app.get(InboxService);
+      await inbox.process('ancient', 'c', () => Promise.resolve());
+      await sql(`UPDATE "${schema}".inbox_messages SET processed_at = now() - interval '3650 days'`);
+      await sql(`INSERT INTO "${schema}".idempotency_records (scope, key, fingerprint, status, expires_at, completed_at)
+                 VALUES ('bg', 'gone', 'f', 'completed', now() - interval '1 minute', now())`);
+      const deadline = Date.now() + 10_000;
+      while ((await sql(`SELECT 1 FROM "${schema}".idempotency_records WHERE key = 'gone'`)).length > 0 && Date.now() < deadline) await sleep(100);
+      expect(await sql(`SELECT 1 FROM "${schema}".idempotency_records WHERE key = 'gone'`)).toEqual([]);
+      expect(await sql(`SELECT message_id FROM "${schema}".inbox_messages`)).toEqual([{ message_id: 'ancient' }]);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('rejects bad retention options at startup, naming them', async () => {
+    await expect(boot(uniqueSchema('ret'), { workflows: 'a month', queues: { payments: '-1' }, batchSize: 0 })).rejects.toThrow(IdempotencyConfigError);
+    await expect(boot(uniqueSchema('ret'), { workflows: 'a month' })).rejects.toThrow(/retention\.workflows: "a month" is not a duration/);
+    await expect(boot(uniqueSchema('ret'), { queues: { payments: 'x' } })).rejects.toThrow(/retention\.queues\.payments/);
+  });
+});

@@ -1,4 +1,6 @@
 import { INestApplicationContext, Module } from '@nestjs/common';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { NestFactory } from '@nestjs/core';
 import { IdempotencyConfigError, IdempotencyModule, InboxService } from '../../lib';
 import { databaseUrl, sql, uniqueSchema } from '../support/test-app';
@@ -23,7 +25,7 @@ describe('InboxService', () => {
   beforeEach(() => sql(`TRUNCATE "${schema}".effects, "${schema}".inbox_messages`));
 
   const recordEffect = (id: string) => (manager: import('typeorm').EntityManager) =>
-    manager.query(`INSERT INTO "${schema}".effects (message_id) VALUES ($1) RETURNING id`, [id]) as Promise<unknown>;
+    manager.query<unknown>(`INSERT INTO "${schema}".effects (message_id) VALUES ($1) RETURNING id`, [id]);
 
   it('processes a message once and reports later deliveries as duplicates', async () => {
     const first = await inbox.process('evt-1', 'payments', recordEffect('evt-1'));
@@ -101,6 +103,29 @@ describe('InboxService', () => {
     const retry = await inbox.processBatch(batch, 'batch', () => Promise.resolve('ok'), (m) => m.key);
     expect(retry.processed).toHaveLength(2);
   });
+
+  it('leaves no trace of a consumer killed with SIGKILL mid-handler, so the redelivery runs', async () => {
+    const root = join(__dirname, '..', '..');
+    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', join(__dirname, 'fixtures', 'inbox-worker.ts'), 'evt-crash'], {
+      cwd: root,
+      env: { ...process.env, TEST_SCHEMA: schema, TS_NODE_PROJECT: join(root, 'tsconfig.json') },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('inside') && resolve());
+        child.on('exit', (code) => reject(new Error(`worker exited early with ${code}`)));
+      });
+      child.kill('SIGKILL');
+      await exited;
+      const redelivery = await inbox.process('evt-crash', 'crash-test', recordEffect('evt-crash'));
+      expect(redelivery.status).toBe('processed');
+      expect(await effects()).toEqual(['evt-crash']);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  }, 60_000);
 
   it('refuses an empty message id or consumer with a clear error', async () => {
     await expect(inbox.process('', 'payments', () => Promise.resolve())).rejects.toBeInstanceOf(IdempotencyConfigError);

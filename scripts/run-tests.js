@@ -1,0 +1,35 @@
+'use strict';
+// `npm test`: type check and lint, then the Jest suites (NestJS 11) and the NestJS 12 compatibility suite,
+// all against one Postgres and one Redis that this script starts on 127.0.0.1 (unless DATABASE_URL and
+// REDIS_URL are set) and stops at the end.
+const { spawnSync } = require('node:child_process');
+const path = require('node:path');
+const { ensureServices, ROOT } = require('./services');
+
+function run(label, cmd, args, options = {}) {
+  process.stdout.write(`\n[test] ${label}: ${cmd} ${args.join(' ')}\n`);
+  const r = spawnSync(cmd, args, { cwd: ROOT, stdio: 'inherit', ...options });
+  if (r.status !== 0) throw Object.assign(new Error(`${label} failed`), { exitCode: r.status ?? 1 });
+}
+
+async function main() {
+  const npx = 'npx';
+  run('type check', npx, ['tsc', '-p', 'tsconfig.json', '--noEmit']);
+  run('lint', npx, ['eslint', '.']);
+  const services = await ensureServices(`test-${process.pid}`, { ephemeral: true });
+  const env = { ...process.env, ...services.env };
+  try {
+    run('jest (NestJS 11)', npx, ['jest', ...process.argv.slice(2)], { env });
+    const compat = path.join(ROOT, 'compat', 'nest12');
+    run('install NestJS 12 for the compatibility suite', 'npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: compat, env });
+    run('build for NestJS 12', npx, ['tsc', '-p', path.join('compat', 'nest12', 'tsconfig.json')], { env });
+    run('NestJS 12 compatibility suite', 'npm', ['test'], { cwd: compat, env });
+  } finally {
+    await services.stop();
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`[test] ${err.message}\n`);
+  process.exit(err.exitCode ?? 1);
+});

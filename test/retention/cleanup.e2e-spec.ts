@@ -22,7 +22,7 @@ let methodRuns = 0;
 @Injectable()
 class Billing {
   @IdempotentMethod({ ttl: '300ms' })
-  async bill(id: string): Promise<number> {
+  async bill(_id: string): Promise<number> {
     methodRuns++;
     return Promise.resolve(methodRuns);
   }

@@ -11,7 +11,7 @@ module.exports = {
       displayName: 'unit',
       testEnvironment: 'node',
       transform: { '^.+\\.ts$': tsJest },
-      testMatch: ['<rootDir>/lib/**/*.spec.ts'],
+      testMatch: ['<rootDir>/lib/**/*.spec.ts', '<rootDir>/sample-app/**/*.spec.ts'],
     },
     {
       displayName: 'e2e',

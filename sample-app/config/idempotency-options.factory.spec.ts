@@ -1,0 +1,63 @@
+import { ConfigService } from '@nestjs/config';
+import { IdempotencyConfigError } from '../../lib';
+import { resolveOptions } from '../../lib/utils/validate-options';
+import { idempotencyOptionsFromEnv } from './idempotency-options.factory';
+
+const config = (env: Record<string, string>) => new ConfigService(env);
+
+describe('idempotencyOptionsFromEnv', () => {
+  // ConfigService also reads process.env, which holds the test suite's own DATABASE_URL and REDIS_URL.
+  const saved = { ...process.env };
+  beforeEach(() => {
+    for (const name of Object.keys(process.env)) {
+      if (/^(DATABASE_URL|REDIS_URL|IDEMPOTENCY_|RETENTION_)/.test(name)) delete process.env[name];
+    }
+  });
+  afterAll(() => {
+    process.env = saved;
+  });
+
+  it('needs only DATABASE_URL: Postgres alone, migrations on, library defaults elsewhere', () => {
+    const options = idempotencyOptionsFromEnv(config({ DATABASE_URL: 'postgres://u@h/db' }));
+    expect(options).toEqual({ postgres: { url: 'postgres://u@h/db' }, redis: false, migrationsRun: true, http: {}, retention: {} });
+    const resolved = resolveOptions(options);
+    expect(resolved.http.ttlMs).toBe(86_400_000);
+    expect(resolved.retention.inboxMs).toBeNull();
+  });
+
+  it('maps every variable to its option', () => {
+    const options = idempotencyOptionsFromEnv(config({
+      DATABASE_URL: 'postgres://u@h/db', IDEMPOTENCY_SCHEMA: 'idem', IDEMPOTENCY_PG_POOL_SIZE: '20',
+      REDIS_URL: 'redis://h:6379', IDEMPOTENCY_REDIS_PREFIX: 'app', IDEMPOTENCY_REDIS_TIMEOUT: '100ms',
+      IDEMPOTENCY_REDIS_BREAKER_THRESHOLD: '5', IDEMPOTENCY_REDIS_BREAKER_RESET: '10s', IDEMPOTENCY_MIGRATIONS_RUN: 'false',
+      IDEMPOTENCY_HTTP_ENABLED: 'true', IDEMPOTENCY_HEADER: 'X-Request-Key', IDEMPOTENCY_TTL: '12h', IDEMPOTENCY_LOCK_TIMEOUT: '10s',
+      IDEMPOTENCY_REQUIRED: 'true', IDEMPOTENCY_METHODS: 'POST, PUT', IDEMPOTENCY_REPLAY_HEADERS: 'X-Trace', IDEMPOTENCY_IGNORE_BODY_FIELDS: 'meta.sentAt,nonce',
+      IDEMPOTENCY_FAIL_OPEN: 'false', IDEMPOTENCY_WAIT: '5s', IDEMPOTENCY_SCOPE_HEADER: 'X-Tenant',
+      RETENTION_DEFAULT: '3d', RETENTION_WORKFLOWS: '14d', RETENTION_QUEUES: 'payments=30d, ephemeral=0', RETENTION_INBOX: '90d',
+      RETENTION_CLEANUP_INTERVAL: '15m', RETENTION_BATCH_SIZE: '500',
+    }));
+    const r = resolveOptions(options);
+    expect(r.postgres).toEqual({ kind: 'url', url: 'postgres://u@h/db', schema: 'idem', poolSize: 20 });
+    expect(r.redis).toMatchObject({ connection: { url: 'redis://h:6379' }, keyPrefix: 'app', commandTimeoutMs: 100, failureThreshold: 5, resetAfterMs: 10_000 });
+    expect(r.migrationsRun).toBe(false);
+    expect(r.http).toMatchObject({
+      enabled: true, header: 'x-request-key', ttlMs: 43_200_000, leaseMs: 10_000, required: true, methods: new Set(['POST', 'PUT']),
+      replayHeaders: ['X-Trace'], ignoreBodyFields: ['meta.sentAt', 'nonce'], failOpen: false, waitMs: 5000,
+    });
+    expect(r.http.scope?.({ method: 'POST', url: '/', headers: { 'x-tenant': 't-1' } })).toBe('t-1');
+    expect(r.retention).toEqual({
+      releasedMs: 3 * 86_400_000, workflowsMs: 14 * 86_400_000, queuesMs: { payments: 30 * 86_400_000, ephemeral: 0 },
+      inboxMs: 90 * 86_400_000, intervalMs: 900_000, batchSize: 500,
+    });
+  });
+
+  it('lets the library name a bad variable value at startup', () => {
+    const options = idempotencyOptionsFromEnv(config({ DATABASE_URL: 'postgres://u@h/db', IDEMPOTENCY_TTL: 'tomorrow', IDEMPOTENCY_REQUIRED: 'yes' }));
+    expect(() => resolveOptions(options)).toThrow(IdempotencyConfigError);
+    expect(() => resolveOptions(options)).toThrow(/http\.ttl[\s\S]*http\.required/);
+  });
+
+  it('fails without DATABASE_URL', () => {
+    expect(() => idempotencyOptionsFromEnv(config({}))).toThrow(/DATABASE_URL/);
+  });
+});

@@ -1,0 +1,68 @@
+import { ConfigService } from '@nestjs/config';
+import type { IdempotencyModuleOptions, IdempotencyRequest } from '../../lib';
+
+/** Reads one optional setting; an absent or empty variable leaves the library's default. */
+type Reader = (name: string) => string | undefined;
+
+const list = (value: string | undefined) => value?.split(',').map((s) => s.trim()).filter(Boolean);
+// Anything not "true"/"false" is passed through so the library's startup check names the bad option.
+const bool = (value: string | undefined) => (value === 'true' ? true : value === 'false' ? false : (value as unknown as boolean | undefined));
+const int = (value: string | undefined) => (value === undefined ? undefined : Number(value));
+const durationOrFalse = (value: string | undefined) => (value === 'false' ? (false as const) : value);
+
+/** `RETENTION_QUEUES="payments=30d,ephemeral=0"` → `{ payments: '30d', ephemeral: '0' }`. */
+function queueMap(value: string | undefined): Record<string, string> | undefined {
+  if (value === undefined) return undefined;
+  return Object.fromEntries(list(value)!.map((pair) => pair.split('=').map((s) => s.trim()) as [string, string]));
+}
+
+/** Drops keys whose value is undefined, so defaults apply. */
+function compact<T extends object>(object: T): T {
+  return Object.fromEntries(Object.entries(object).filter(([, v]) => v !== undefined)) as T;
+}
+
+/**
+ * Every IdempotencyModule option from environment variables (see the README's configuration reference for
+ * the names). Only DATABASE_URL is required; without REDIS_URL the module runs on Postgres alone.
+ */
+export function idempotencyOptionsFromEnv(config: ConfigService): IdempotencyModuleOptions {
+  const env: Reader = (name) => {
+    const value = config.get<string>(name);
+    return value === undefined || value === '' ? undefined : value;
+  };
+  const redisUrl = env('REDIS_URL');
+  const scopeHeader = env('IDEMPOTENCY_SCOPE_HEADER')?.toLowerCase();
+  return {
+    postgres: compact({ url: config.getOrThrow<string>('DATABASE_URL'), schema: env('IDEMPOTENCY_SCHEMA'), poolSize: int(env('IDEMPOTENCY_PG_POOL_SIZE')) }),
+    redis: redisUrl
+      ? compact({
+          url: redisUrl,
+          keyPrefix: env('IDEMPOTENCY_REDIS_PREFIX'),
+          commandTimeout: env('IDEMPOTENCY_REDIS_TIMEOUT'),
+          breaker: compact({ failureThreshold: int(env('IDEMPOTENCY_REDIS_BREAKER_THRESHOLD')), resetAfter: env('IDEMPOTENCY_REDIS_BREAKER_RESET') }),
+        })
+      : false,
+    migrationsRun: bool(env('IDEMPOTENCY_MIGRATIONS_RUN')) ?? true,
+    http: compact({
+      enabled: bool(env('IDEMPOTENCY_HTTP_ENABLED')),
+      header: env('IDEMPOTENCY_HEADER'),
+      ttl: env('IDEMPOTENCY_TTL'),
+      lockTimeout: env('IDEMPOTENCY_LOCK_TIMEOUT'),
+      required: bool(env('IDEMPOTENCY_REQUIRED')),
+      methods: list(env('IDEMPOTENCY_METHODS')),
+      replayHeaders: list(env('IDEMPOTENCY_REPLAY_HEADERS')),
+      ignoreBodyFields: list(env('IDEMPOTENCY_IGNORE_BODY_FIELDS')),
+      failOpen: bool(env('IDEMPOTENCY_FAIL_OPEN')),
+      wait: durationOrFalse(env('IDEMPOTENCY_WAIT')),
+      scope: scopeHeader ? (request: IdempotencyRequest) => request.headers[scopeHeader] as string | undefined : undefined,
+    }),
+    retention: compact({
+      default: env('RETENTION_DEFAULT'),
+      workflows: env('RETENTION_WORKFLOWS'),
+      queues: queueMap(env('RETENTION_QUEUES')),
+      inbox: durationOrFalse(env('RETENTION_INBOX')),
+      cleanupInterval: durationOrFalse(env('RETENTION_CLEANUP_INTERVAL')),
+      batchSize: int(env('RETENTION_BATCH_SIZE')),
+    }),
+  };
+}

@@ -41,7 +41,7 @@ export const idempotencyProviders: Provider[] = [
         resetAfterMs: options.redis.resetAfterMs,
         timeoutMs: options.redis.commandTimeoutMs,
       }, new Logger('Idempotency'));
-      return new RedisIdempotencyCache(connections, options.redis.keyPrefix, breaker);
+      return new RedisIdempotencyCache(connections, breaker);
     },
     inject: [RESOLVED_IDEMPOTENCY_OPTIONS, IdempotencyConnections],
   },

@@ -14,7 +14,8 @@ import { failureOutcome, RunOutcome, successOutcome } from './run-outcome';
 
 /** What `begin` decided for a request. */
 export type BeginResult =
-  | { kind: 'acquired'; claim: Claim }
+  /** `waited`: set by beginOrWait when the key was held by another caller first (who then released it). */
+  | { kind: 'acquired'; claim: Claim; waited?: boolean }
   | { kind: 'replay'; record: CompletedRecord }
   | { kind: 'mismatch' }
   | { kind: 'in_progress'; retryAfterMs: number };
@@ -93,6 +94,7 @@ export class IdempotencyService {
       leaseMs: settings.leaseMs,
       ttlMs: settings.ttlMs,
     };
+    const waitStarted = Date.now();
     const begun = options.onDuplicate === 'wait' ? await this.beginOrWait(request, settings.waitMs) : await this.begin(request);
     switch (begun.kind) {
       case 'mismatch':
@@ -103,7 +105,20 @@ export class IdempotencyService {
         if (options.onDuplicate === 'raise') throw new DuplicateExecutionError(key, 'completed');
         return replayOutcome(key, begun.record.result as RunOutcome) as Awaited<T>;
       case 'acquired':
+        if (begun.waited) await this.rethrowFailureWaitedFor(begun.claim, Date.now() - waitStarted);
         return this.runClaimed(begun.claim, fn, options.onFailure ?? 'unlock');
+    }
+  }
+
+  /**
+   * A duplicate that waited for the first call and then got the key: if the first call failed (rather than
+   * crashed), the duplicate gets its error instead of running again.
+   */
+  private async rethrowFailureWaitedFor(claim: Claim, waitedMs: number): Promise<void> {
+    const failure = (await this.store.recentFailure(claim.scope, claim.key, waitedMs + WAIT_POLL_MAX_MS)) as RunOutcome | undefined;
+    if (failure && !failure.ok) {
+      await this.release(claim, failure); // passes the same failure on to the waiters behind this one
+      throw new StoredFailureError(claim.key, failure.error.name, failure.error.message);
     }
   }
 
@@ -142,9 +157,12 @@ export class IdempotencyService {
   async beginOrWait(request: ClaimRequest, waitMs: number): Promise<BeginResult> {
     const deadline = Date.now() + waitMs;
     let pause = WAIT_POLL_MIN_MS;
+    let waited = false;
     for (;;) {
       const result = await this.begin(request);
+      if (result.kind === 'acquired' && waited) return { ...result, waited };
       if (result.kind !== 'in_progress' || Date.now() + pause > deadline) return result;
+      waited = true;
       await new Promise((resolve) => setTimeout(resolve, pause));
       pause = Math.min(pause * 2, WAIT_POLL_MAX_MS);
     }

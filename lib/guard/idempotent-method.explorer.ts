@@ -1,6 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { IdempotencyService } from '../core/idempotency.service';
+import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 import { IdempotencyMetadataAccessor } from '../idempotency-metadata.accessor';
 import { copyMethodMetadata } from '../utils/copy-method-metadata';
 import type { IdempotentMethodOptions } from './idempotent-method.decorator';
@@ -23,14 +24,33 @@ export class IdempotentMethodExplorer implements OnModuleInit {
 
   onModuleInit(): void {
     for (const wrapper of this.discovery.getProviders()) {
+      if (!wrapper.isDependencyTreeStatic()) {
+        this.refuseScoped(wrapper.metatype);
+        continue;
+      }
       const instance = wrapper.instance as Record<string, unknown> | undefined;
-      if (!instance || typeof instance !== 'object' || !wrapper.isDependencyTreeStatic()) continue;
+      if (!instance || typeof instance !== 'object') continue;
       const prototype = Object.getPrototypeOf(instance) as object | null;
       if (!prototype) continue;
       for (const name of this.scanner.getAllMethodNames(prototype)) {
         const method = instance[name] as AnyMethod;
         const options = this.metadata.forMethod(method);
         if (options) instance[name] = this.guard(instance, `${prototype.constructor.name}.${name}`, method, options);
+      }
+    }
+  }
+
+  /** Request-scoped and transient instances are made per request, out of the explorer's reach: say so rather than not guard. */
+  private refuseScoped(metatype: unknown): void {
+    const prototype = (metatype as { prototype?: object } | null | undefined)?.prototype;
+    if (typeof metatype !== 'function' || !prototype) return;
+    for (const name of this.scanner.getAllMethodNames(prototype)) {
+      const method = (prototype as Record<string, unknown>)[name] as AnyMethod;
+      if (this.metadata.forMethod(method)) {
+        throw new IdempotencyConfigError([
+          `@IdempotentMethod() on ${metatype.name}.${name}: ${metatype.name} is request-scoped or transient (or depends on such a provider); ` +
+            'the guard wraps singleton providers only. Move the method to a singleton provider, or call IdempotencyService.run() inside it.',
+        ]);
       }
     }
   }

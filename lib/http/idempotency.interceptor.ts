@@ -10,18 +10,16 @@ import type { ResolvedHttpOptions, ResolvedOptions } from '../interfaces/resolve
 import { resolveRouteOptions } from '../utils/validate-options';
 import { IdempotencyMetadataAccessor } from '../idempotency-metadata.accessor';
 import { parseIdempotencyKey } from './idempotency-key';
-import { IdempotencyProblemException } from './problem-details';
+import { IdempotencyProblemException, PROBLEM_CONTENT_TYPE } from './problem-details';
 import { requestFingerprint } from './request-fingerprint';
 import {
   DEFAULT_REPLAY_HEADERS, isUnstorable, pickHeaders, ResponseLike, storeBody, storeExceptionBody, StoredResponse,
 } from './stored-response';
 
-/** 4xx statuses that mean "try again": the key is released rather than the outcome stored. */
-const RETRYABLE_CLIENT_STATUSES = new Set([408, 409, 425, 429]);
-
-/** 2xx and 4xx outcomes are final, except the 4xx that ask for a retry; 5xx release the key. */
-function isFinalStatus(status: number): boolean {
-  return status < 500 && !RETRYABLE_CLIENT_STATUSES.has(status);
+/** 2xx and 4xx outcomes are final, except those that ask for a retry; 5xx release the key unless configured otherwise. */
+function isFinalStatus(status: number, settings: ResolvedHttpOptions): boolean {
+  if (settings.retryableStatuses.has(status)) return false;
+  return status < 500 || settings.storeServerErrors;
 }
 
 /** Duplicates usually finish in well under a second: hint a short retry rather than the whole lease. */
@@ -61,10 +59,10 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const raw = request.headers[route.http.header];
     if (raw === undefined) {
       if (!route.http.required) return next.handle();
-      throw new IdempotencyProblemException('missing-key', `this endpoint requires the ${route.http.header} header`);
+      throw this.problem(response, new IdempotencyProblemException('missing-key', `this endpoint requires the ${route.http.header} header`));
     }
     const parsed = parseIdempotencyKey(raw);
-    if ('error' in parsed) throw new IdempotencyProblemException('invalid-key', parsed.error);
+    if ('error' in parsed) throw this.problem(response, new IdempotencyProblemException('invalid-key', parsed.error));
     return defer(() => this.handle(parsed.key, request, response, route, next));
   }
 
@@ -97,18 +95,18 @@ export class IdempotencyInterceptor implements NestInterceptor {
         return lastValueFrom(next.handle(), { defaultValue: undefined });
       }
       this.logger.error(`${err.message}; refusing key "${key}" (fail closed)`);
-      throw new IdempotencyProblemException('store-unavailable', 'the idempotency store cannot be reached; retry later', { 'Retry-After': '1' });
+      throw this.problem(response, new IdempotencyProblemException('store-unavailable', 'the idempotency store cannot be reached; retry later', { 'Retry-After': '1' }));
     }
     switch (begun.kind) {
       case 'replay':
         return this.replay(response, begun.record.result as StoredResponse);
       case 'mismatch':
-        throw new IdempotencyProblemException('key-reused', `idempotency key "${key}" was already used with a different request`);
+        throw this.problem(response, new IdempotencyProblemException('key-reused', `idempotency key "${key}" was already used with a different request`));
       case 'in_progress':
-        throw new IdempotencyProblemException(
+        throw this.problem(response, new IdempotencyProblemException(
           'in-progress', `a request with idempotency key "${key}" is still being processed; retry later`,
           { 'Retry-After': String(Math.min(RETRY_AFTER_MAX_SECONDS, Math.max(1, Math.ceil(begun.retryAfterMs / 1000)))) },
-        );
+        ));
       case 'acquired':
         return this.run(begun.claim, response, route, next);
     }
@@ -126,7 +124,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
     stopLease();
     let stored: StoredResponse | undefined;
-    if (!isUnstorable(value, response) && isFinalStatus(response.statusCode)) {
+    if (!isUnstorable(value, response) && isFinalStatus(response.statusCode, route.http)) {
       try {
         stored = { status: response.statusCode, headers: pickHeaders(response, route.replayHeaders), body: storeBody(value) };
       } catch {
@@ -134,7 +132,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       }
     }
     if (!stored) {
-      if (isFinalStatus(response.statusCode)) this.logger.warn(`response for key "${claim.key}" is a stream, a file or not serializable; sent as is, not stored, key released`);
+      if (isFinalStatus(response.statusCode, route.http)) this.logger.warn(`response for key "${claim.key}" is a stream, a file or not serializable; sent as is, not stored, key released`);
       await this.safely(() => this.engine.release(claim), claim);
       return value;
     }
@@ -150,7 +148,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   private async settleFailure(claim: Claim, err: unknown, response: ResponseLike, route: RouteSettings): Promise<void> {
     if (err instanceof HttpException) {
       const status = err.getStatus();
-      if (isFinalStatus(status)) {
+      if (isFinalStatus(status, route.http)) {
         const stored: StoredResponse = { status, headers: pickHeaders(response, route.replayHeaders), body: storeExceptionBody(err) };
         await this.safely(() => this.engine.complete(claim, stored), claim);
         return;
@@ -183,6 +181,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
       case 'x':
         throw new HttpException(JSON.parse(stored.body.v) as object, stored.status);
     }
+  }
+
+  /** Sets the problem's headers now, so they survive even when an app-wide exception filter renders the body. */
+  private problem(response: ResponseLike, exception: IdempotencyProblemException): IdempotencyProblemException {
+    const adapter = this.adapterHost.httpAdapter;
+    adapter.setHeader(response, 'Content-Type', PROBLEM_CONTENT_TYPE);
+    for (const [name, value] of Object.entries(exception.headers)) adapter.setHeader(response, name, value);
+    return exception;
   }
 
   private async safely(action: () => Promise<unknown>, claim: Claim): Promise<void> {

@@ -24,8 +24,8 @@ export interface ProblemDetails {
 }
 
 /**
- * An HTTP error whose body is RFC 9457 problem details. The interceptor sets the
- * `application/problem+json` content type on the response before throwing it.
+ * An HTTP error whose body is RFC 9457 problem details. The interceptor sets its headers (content type,
+ * `Retry-After`) on the response before throwing it; the module's filter sends the body as problem+json.
  */
 export class IdempotencyProblemException extends HttpException {
   constructor(

@@ -13,6 +13,8 @@ const PROBE_BASE: ResolvedHttpOptions = {
   ignoreBodyFields: [],
   failOpen: false,
   waitMs: 0,
+  retryableStatuses: new Set(),
+  storeServerErrors: false,
 };
 
 /** Checks `@Idempotent()` options when the decorator is applied, so a typo fails at startup. */

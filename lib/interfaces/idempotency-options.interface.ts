@@ -67,6 +67,10 @@ export interface HttpIdempotencyOptions {
   failOpen?: boolean;
   /** Hold a duplicate until the first request finishes, at most this long, then replay; false answers 409 at once. Default false. */
   wait?: false | Duration;
+  /** Statuses that release the key so a retry runs again instead of replaying. Default `[408, 409, 425, 429]` (5xx always do, see `storeServerErrors`). */
+  retryableStatuses?: number[];
+  /** Store and replay 5xx `HttpException` responses too, instead of releasing the key. Default false. */
+  storeServerErrors?: boolean;
 }
 
 /** Per-route settings given to `@Idempotent()`. */

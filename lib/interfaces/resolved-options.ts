@@ -17,6 +17,8 @@ export interface ResolvedHttpOptions {
   ignoreBodyFields: string[];
   failOpen: boolean;
   waitMs: number;
+  retryableStatuses: Set<number>;
+  storeServerErrors: boolean;
 }
 
 /** Workflow settings after defaults and duration parsing (internal). */
@@ -41,7 +43,8 @@ export interface ResolvedOptions {
     | false
     | {
         connection: { url: string } | { client: Redis } | { options: RedisOptions };
-        keyPrefix: string;
+        /** Undefined: derived from the Postgres database and schema, so two stores never share cache entries. */
+        keyPrefix?: string;
         commandTimeoutMs: number;
         failureThreshold: number;
         resetAfterMs: number;

@@ -9,30 +9,29 @@ const ms = (param: string) => `(${param}::bigint * interval '1 millisecond')`;
  */
 export function retentionSql(schema: string) {
   const t = (name: string) => `${quoteIdent(schema)}.${quoteIdent(name)}`;
-  return {
-    records: `
-      DELETE FROM ${t('idempotency_records')} WHERE id IN (
-        SELECT id FROM ${t('idempotency_records')}
-         WHERE expires_at < now()
+  // Every predicate stands twice: in the subquery that picks a batch (skipping rows a claim holds), and in
+  // the outer WHERE, which Postgres re-checks against the newest row version should one change meanwhile.
+  const records = `expires_at < now()
            AND (status = 'completed'
                 OR (status = 'in_progress' AND locked_until < now())
-                OR (status IN ('failed', 'cancelled', 'timed_out') AND completed_at < now() - ${ms('$1')}))
-         LIMIT $2)`,
+                OR (status IN ('failed', 'cancelled', 'timed_out') AND completed_at < now() - ${ms('$1')}))`;
+  const finished = (extra: string) => `${extra} AND completed_at IS NOT NULL AND completed_at <= now() - ${ms('$2')}
+           AND status IN ('completed', 'failed', 'cancelled', 'timed_out')`;
+  const named = finished('workflow_name = $1');
+  const others = finished('NOT (workflow_name = ANY($1::text[]))');
+  return {
+    records: `
+      DELETE FROM ${t('idempotency_records')} WHERE ${records} AND id IN (
+        SELECT id FROM ${t('idempotency_records')} WHERE ${records} LIMIT $2 FOR UPDATE SKIP LOCKED)`,
     inbox: `
-      DELETE FROM ${t('inbox_messages')} WHERE (consumer, message_id) IN (
-        SELECT consumer, message_id FROM ${t('inbox_messages')} WHERE processed_at < now() - ${ms('$1')} LIMIT $2)`,
+      DELETE FROM ${t('inbox_messages')} WHERE processed_at < now() - ${ms('$1')} AND (consumer, message_id) IN (
+        SELECT consumer, message_id FROM ${t('inbox_messages')} WHERE processed_at < now() - ${ms('$1')} LIMIT $2 FOR UPDATE SKIP LOCKED)`,
     workflows: `
-      DELETE FROM ${t('workflow_executions')} WHERE id IN (
-        SELECT id FROM ${t('workflow_executions')}
-         WHERE workflow_name = $1 AND completed_at IS NOT NULL AND completed_at <= now() - ${ms('$2')}
-           AND status IN ('completed', 'failed', 'cancelled', 'timed_out')
-         LIMIT $3)`,
+      DELETE FROM ${t('workflow_executions')} WHERE ${named} AND id IN (
+        SELECT id FROM ${t('workflow_executions')} WHERE ${named} LIMIT $3 FOR UPDATE SKIP LOCKED)`,
     otherWorkflows: `
-      DELETE FROM ${t('workflow_executions')} WHERE id IN (
-        SELECT id FROM ${t('workflow_executions')}
-         WHERE NOT (workflow_name = ANY($1::text[])) AND completed_at IS NOT NULL AND completed_at <= now() - ${ms('$2')}
-           AND status IN ('completed', 'failed', 'cancelled', 'timed_out')
-         LIMIT $3)`,
+      DELETE FROM ${t('workflow_executions')} WHERE ${others} AND id IN (
+        SELECT id FROM ${t('workflow_executions')} WHERE ${others} LIMIT $3 FOR UPDATE SKIP LOCKED)`,
     lockKey: `nestjs-idempotency:retention:${schema}`,
   };
 }

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
+import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
 import { Pool } from 'pg';
 import { DataSource } from 'typeorm';
@@ -16,7 +17,7 @@ import type { ResolvedOptions } from '../interfaces/resolved-options';
 @Injectable()
 export class IdempotencyConnections implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('Idempotency');
-  private opened?: { dataSource: DataSource; pool: Pool; schema: string; redis?: Redis };
+  private opened?: { dataSource: DataSource; pool: Pool; schema: string; redis?: Redis; redisKeyPrefix: string };
   private ownedDataSource?: DataSource;
   private ownedRedis?: Redis;
 
@@ -38,6 +39,11 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationShutdo
   /** The schema of the library's tables. */
   get schema(): string {
     return this.state().schema;
+  }
+
+  /** Prefix of the cache's Redis keys: the configured one, or one derived from the Postgres database and schema. */
+  get redisKeyPrefix(): string {
+    return this.state().redisKeyPrefix;
   }
 
   /** The Redis client, when Redis is enabled. */
@@ -68,7 +74,8 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationShutdo
         });
       }
     }
-    this.opened = { dataSource, pool, schema, redis };
+    const redisKeyPrefix = (options.redis && options.redis.keyPrefix) || (await IdempotencyConnections.derivedKeyPrefix(pool, schema));
+    this.opened = { dataSource, pool, schema, redis, redisKeyPrefix };
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -76,9 +83,17 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationShutdo
     if (this.ownedDataSource?.isInitialized) await this.ownedDataSource.destroy();
   }
 
-  private state(): { dataSource: DataSource; pool: Pool; schema: string; redis?: Redis } {
+  private state(): { dataSource: DataSource; pool: Pool; schema: string; redis?: Redis; redisKeyPrefix: string } {
     if (!this.opened) throw new Error('nestjs-idempotency is not initialized yet: call app.init() (or listen()) before using it');
     return this.opened;
+  }
+
+  /** A Redis cache entry must never answer for another database or schema than the one that holds its record. */
+  private static async derivedKeyPrefix(pool: Pool, schema: string): Promise<string> {
+    const { rows } = await pool.query<{ identity: string }>(
+      "SELECT concat_ws('/', inet_server_addr()::text, inet_server_port()::text, current_database()) AS identity",
+    );
+    return `idem:${createHash('sha1').update(`${rows[0].identity}/${schema}`).digest('hex').slice(0, 12)}`;
   }
 
   private static async postgres(options: ResolvedOptions, moduleRef: ModuleRef): Promise<{ dataSource: DataSource; schema: string; owned: boolean }> {

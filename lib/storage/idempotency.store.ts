@@ -13,6 +13,8 @@ export abstract class IdempotencyStore {
   abstract release(claim: Claim, error?: unknown): Promise<void>;
   /** Pushes the lease forward; false when the claim was lost. */
   abstract extendLease(claim: Claim): Promise<boolean>;
+  /** The stored error of the newest claim on the key released within the last `withinMs`, if any. */
+  abstract recentFailure(scope: string, key: string, withinMs: number): Promise<unknown>;
   /** Reads the live record for a key, if any (expired and released records count as absent). */
   abstract find(scope: string, key: string): Promise<ClaimOutcome | null>;
 }

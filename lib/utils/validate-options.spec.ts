@@ -25,7 +25,7 @@ describe('resolveOptions: defaults', () => {
     expect(r.postgres).toEqual({ kind: 'url', url: PG.url, schema: 'public', poolSize: 10 });
     expect(r.redis).toEqual({
       connection: { url: REDIS.url },
-      keyPrefix: 'idem',
+      keyPrefix: undefined,
       commandTimeoutMs: 250,
       failureThreshold: 3,
       resetAfterMs: 5000,

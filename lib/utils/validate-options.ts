@@ -5,6 +5,7 @@ import type { ResolvedHttpOptions, ResolvedOptions, ResolvedWorkflowOptions } fr
 import { parseDuration } from './duration';
 
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const DEFAULT_RETRYABLE_STATUSES = new Set([408, 409, 425, 429]);
 const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
 /** Collects problems instead of throwing at the first, so one startup error lists every bad option. */
@@ -45,6 +46,15 @@ class Checker {
       return [];
     }
     return value as string[];
+  }
+
+  statusList(option: string, value: unknown, fallback: Set<number>): Set<number> {
+    if (value === undefined) return fallback;
+    if (!Array.isArray(value) || value.some((v) => typeof v !== 'number' || !Number.isInteger(v) || v < 100 || v > 599)) {
+      this.fail(option, `expected an array of HTTP status codes (100-599), got ${JSON.stringify(value)}`);
+      return fallback;
+    }
+    return new Set(value as number[]);
   }
 
   positiveInt(option: string, value: unknown, fallback: number): number {
@@ -109,14 +119,14 @@ function resolveRedis(c: Checker, value: unknown): ResolvedOptions['redis'] {
   } else {
     c.fail('redis.url', `expected a URL like "redis://127.0.0.1:6379", got ${JSON.stringify(value.url)}`);
   }
-  const keyPrefix = value.keyPrefix ?? 'idem';
-  if (typeof keyPrefix !== 'string' || keyPrefix.length === 0) c.fail('redis.keyPrefix', 'expected a non-empty string');
+  const keyPrefix = value.keyPrefix;
+  if (keyPrefix !== undefined && (typeof keyPrefix !== 'string' || keyPrefix.length === 0)) c.fail('redis.keyPrefix', 'expected a non-empty string');
   const breaker = value.breaker ?? {};
   if (!isObject(breaker)) c.fail('redis.breaker', 'expected { failureThreshold?, resetAfter? }');
   const b = isObject(breaker) ? breaker : {};
   const resolved = {
     connection: connection ?? { url: '' },
-    keyPrefix: typeof keyPrefix === 'string' ? keyPrefix : 'idem',
+    keyPrefix: typeof keyPrefix === 'string' ? keyPrefix : undefined,
     commandTimeoutMs: c.duration('redis.commandTimeout', value.commandTimeout, 250, { positive: true }),
     failureThreshold: c.positiveInt('redis.breaker.failureThreshold', b.failureThreshold, 3),
     resetAfterMs: c.duration('redis.breaker.resetAfter', b.resetAfter, 5000, { positive: true }),
@@ -148,6 +158,8 @@ function resolveHttp(c: Checker, value: unknown): ResolvedHttpOptions {
     ignoreBodyFields: c.stringList('http.ignoreBodyFields', o.ignoreBodyFields),
     failOpen: c.boolean('http.failOpen', o.failOpen, false),
     waitMs: wait,
+    retryableStatuses: c.statusList('http.retryableStatuses', o.retryableStatuses, DEFAULT_RETRYABLE_STATUSES),
+    storeServerErrors: c.boolean('http.storeServerErrors', o.storeServerErrors, false),
   };
 }
 
@@ -225,6 +237,8 @@ export function resolveRouteOptions(base: ResolvedHttpOptions, route: Record<str
     replayHeaders: merged.replayHeaders === undefined ? base.replayHeaders : c.stringList('replayHeaders', merged.replayHeaders),
     ignoreBodyFields: merged.ignoreBodyFields === undefined ? base.ignoreBodyFields : c.stringList('ignoreBodyFields', merged.ignoreBodyFields),
     waitMs: merged.wait === undefined ? base.waitMs : merged.wait === false ? 0 : c.duration('wait', merged.wait, 0, { positive: true }),
+    retryableStatuses: c.statusList('retryableStatuses', merged.retryableStatuses, base.retryableStatuses),
+    storeServerErrors: c.boolean('storeServerErrors', merged.storeServerErrors, base.storeServerErrors),
   };
   if (c.problems.length > 0) throw new IdempotencyConfigError(c.problems.map((p) => `@Idempotent() on ${where}: ${p}`));
   return r;

@@ -1,4 +1,4 @@
-import { INestApplicationContext, Logger, Module } from '@nestjs/common';
+import { INestApplicationContext, Injectable, Logger, Module, Scope } from '@nestjs/common';
 import { NestFactory, Reflector } from '@nestjs/core';
 import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -138,8 +138,29 @@ describe.each([
   });
 
   it('guards synchronous methods too (they become async)', async () => {
+    const before = service.sums;
     await expect(service.sum(2, 3)).resolves.toBe(5);
     await expect(service.sum(2, 3)).resolves.toBe(5);
+    expect(service.sums - before).toBe(1);
+  });
+
+  it('onDuplicate wait: when the first call fails, the waiters get its error instead of running again', async () => {
+    const gate = deferred();
+    service.gate = gate.promise;
+    const before = service.attempts;
+    const calls = Array.from({ length: 5 }, () => service.chargeOnce('w-1'));
+    await waitFor(() => Promise.resolve(service.attempts - before === 1));
+    gate.resolve();
+    const outcomes = await Promise.allSettled(calls);
+    expect(outcomes.every((o) => o.status === 'rejected')).toBe(true);
+    const errors = outcomes.map((o) => (o as PromiseRejectedResult).reason as Error);
+    expect(errors.filter((e) => e instanceof StoredFailureError)).toHaveLength(4);
+    expect(errors.every((e) => e.message === 'card w-1 declined by the network')).toBe(true);
+    expect(service.attempts - before).toBe(1);
+    // The failure unlocked the key: a later retry runs.
+    service.gate = Promise.resolve();
+    await expect(service.chargeOnce('w-1')).rejects.toThrow('declined');
+    expect(service.attempts - before).toBe(2);
   });
 
   it('refuses arguments it cannot turn into a key, naming the fix', async () => {
@@ -227,6 +248,23 @@ describe.each([
       expect(result).toBe('done-p2');
       expect(await runs('long:p2')).toBe(2);
     }, 60_000);
+  });
+});
+
+describe('@IdempotentMethod on a request-scoped provider', () => {
+  it('fails at bootstrap, naming the class and the fix, instead of silently not guarding', async () => {
+    @Injectable({ scope: Scope.REQUEST })
+    class PerRequest {
+      @IdempotentMethod()
+      async act(): Promise<number> {
+        return Promise.resolve(1);
+      }
+    }
+    @Module({ imports: [IdempotencyModule.forRoot({ postgres: { url: databaseUrl(), schema: uniqueSchema('scoped') }, redis: false, migrationsRun: true })], providers: [PerRequest] })
+    class ScopedModule {}
+    await expect(NestFactory.createApplicationContext(ScopedModule, { logger: false, abortOnError: false })).rejects.toThrow(
+      /@IdempotentMethod\(\) on PerRequest\.act: PerRequest is request-scoped or transient/,
+    );
   });
 });
 

@@ -90,7 +90,7 @@ describe('module setup', () => {
     const dataSource = app.get(DataSource);
     try {
       await expectReplay(app, 'reuse-1');
-      expect(await client.exists(`${schema}:{http:|reuse-1}:r`)).toBe(1);
+      expect(await client.exists(`${schema}:{5:http:|reuse-1}:r`)).toBe(1);
     } finally {
       await app.close();
     }

@@ -5,6 +5,8 @@ import request from 'supertest';
 import {
   IdempotencyConfigError, IdempotencyModule, IdempotencyModuleOptions, IdempotencyService, Idempotent, IdempotentMethod, InboxService, RetentionService,
 } from '../../lib';
+import { retentionSql } from '../../lib/retention/retention.sql';
+import { idempotencySql } from '../../lib/storage/postgres/idempotency.sql';
 import { databaseUrl, sql, uniqueSchema } from '../support/test-app';
 
 let handlerRuns = 0;
@@ -98,10 +100,27 @@ describe('retention cleanup', () => {
       INSERT INTO ${table} (scope, key, fingerprint, status, expires_at, completed_at, result)
       SELECT 'plan', 'old-' || g, 'f', 'completed', now() - interval '1 minute', now(), '{}'::jsonb FROM generate_series(1, 100) g;
       ANALYZE ${table};`);
-    const plan = await sql<{ 'QUERY PLAN': string }>(`
-      EXPLAIN SELECT id FROM ${table}
-       WHERE expires_at < now() AND (status = 'completed' OR (status = 'in_progress' AND locked_until < now())) LIMIT 1000`);
+    // The statement cleanup runs, with its parameters spelled out (Postgres 15 cannot EXPLAIN a generic plan).
+    const statement = retentionSql(schema).records.replace(/\$1/g, '3600000').replace(/\$2/g, '1000');
+    const plan = await sql<{ 'QUERY PLAN': string }>(`EXPLAIN ${statement}`);
     expect(plan.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/idempotency_records_expires_at/);
+  });
+
+  it('does not delete an expired record that a claim is taking over right now', async () => {
+    await sql(`INSERT INTO ${table} (scope, key, fingerprint, status, expires_at, completed_at, result)
+               VALUES ('svc', 'taken-over', 'f', 'completed', now() - interval '1 minute', now() - interval '2 minutes', '{}')`);
+    const claimer = new Client({ connectionString: databaseUrl() });
+    await claimer.connect();
+    try {
+      await claimer.query('BEGIN');
+      const { rows } = await claimer.query(idempotencySql(schema).claim.text, ['svc', 'taken-over', 'f', '00000000-0000-4000-8000-000000000002', 30_000, 60_000]);
+      expect(rows).toEqual([expect.objectContaining({ outcome: 'acquired' })]);
+      await retention.cleanup(); // runs while the claim holds the row
+      await claimer.query('COMMIT');
+    } finally {
+      await claimer.end();
+    }
+    expect(await sql(`SELECT status FROM ${table} WHERE key = 'taken-over'`)).toEqual([{ status: 'in_progress' }]);
   });
 
   it('never removes an unfinished record, and keeps released ones for retention.default', async () => {

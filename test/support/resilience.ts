@@ -43,6 +43,6 @@ export function gate(): { promise: Promise<void>; open: () => void } {
 
 /** The Redis keys the cache uses for a key; the interceptor's global scope is `http:`. */
 export function redisKeys(prefix: string, key: string, scope = 'http:'): { record: string; marker: string } {
-  const tag = `${prefix}:{${scope}|${key}}`;
+  const tag = `${prefix}:{${scope.length}:${scope}|${key}}`;
   return { record: `${tag}:r`, marker: `${tag}:f` };
 }

@@ -12,6 +12,15 @@ export function quoteIdent(name: string): string {
 /** The predicate of the partial unique index; `ON CONFLICT` must repeat it word for word. */
 export const ACTIVE_PREDICATE = `status NOT IN (${RELEASED_STATUSES.map((s) => `'${s}'`).join(', ')})`;
 
+/**
+ * A record that decides for its key: a claim whose lease is held (whatever its TTL), a dead holder's claim
+ * for another request (reported, so the mismatch shows), or a completed outcome within its TTL.
+ */
+const LIVE_PREDICATE = (fingerprint: string) => `(
+  (status = 'in_progress' AND locked_until > now())
+  OR (status = 'in_progress' AND expires_at > now() AND fingerprint <> ${fingerprint})
+  OR (status = 'completed' AND expires_at > now()))`;
+
 interface Statement {
   name: string;
   text: string;
@@ -24,21 +33,23 @@ export interface IdempotencySql {
   release: Statement;
   extend: Statement;
   find: Statement;
+  recentFailure: Statement;
 }
 
+/** Builds the store's statements for one schema. */
 export function idempotencySql(schema: string): IdempotencySql {
   const table = `${quoteIdent(schema)}.${quoteIdent(RECORDS_TABLE)}`;
-  const ms = (param: string) => `(${param}::int * interval '1 millisecond')`;
+  const ms = (param: string) => `(${param}::bigint * interval '1 millisecond')`;
   const statements = {
-    // One round trip. A live record (completed, or a lease still held) is read without a row lock, so
-    // replays and duplicates cost no write; otherwise take the key (new, expired, or a dead holder's lease
-    // with the same request). An empty result means the conflicting row is newer than our snapshot.
+    // One round trip. A live record (completed and unexpired, or any claim whose lease is still held —
+    // even past its TTL) is read without a row lock, so replays and duplicates cost no write. Otherwise the
+    // key is taken: new, expired, or a dead holder's lease with the same request. An empty result means the
+    // conflicting row is newer than this statement's snapshot: the caller asks again.
     claim: `
       WITH live AS (
         SELECT id, status AS outcome, fingerprint, result, locked_until, expires_at
           FROM ${table}
-         WHERE scope = $1::text AND key = $2::text AND ${ACTIVE_PREDICATE} AND expires_at > now()
-           AND NOT (status = 'in_progress' AND locked_until <= now() AND fingerprint = $3::text)
+         WHERE scope = $1::text AND key = $2::text AND ${ACTIVE_PREDICATE} AND ${LIVE_PREDICATE('$3::text')}
       ), taken AS (
         INSERT INTO ${table} AS r (scope, key, fingerprint, status, lease_token, locked_until, expires_at)
         SELECT $1::text, $2::text, $3::text, 'in_progress', $4::uuid, now() + ${ms('$5')}, now() + ${ms('$6')}
@@ -47,19 +58,14 @@ export function idempotencySql(schema: string): IdempotencySql {
         DO UPDATE SET fingerprint = EXCLUDED.fingerprint, status = 'in_progress', lease_token = EXCLUDED.lease_token,
           locked_until = EXCLUDED.locked_until, expires_at = EXCLUDED.expires_at, result = NULL, error = NULL,
           attempts = r.attempts + 1, created_at = now(), completed_at = NULL
-        WHERE r.expires_at <= now()
-           OR (r.status = 'in_progress' AND r.locked_until <= now() AND r.fingerprint = EXCLUDED.fingerprint)
+        WHERE NOT (r.status = 'in_progress' AND r.locked_until > now())
+          AND (r.expires_at <= now() OR (r.status = 'in_progress' AND r.fingerprint = EXCLUDED.fingerprint))
         RETURNING r.id
       )
       SELECT id, 'acquired' AS outcome, NULL AS fingerprint, NULL::jsonb AS result, NULL::timestamptz AS locked_until, NULL::timestamptz AS expires_at
         FROM taken
       UNION ALL
-      SELECT id, outcome, fingerprint, result, locked_until, expires_at FROM live
-      UNION ALL
-      SELECT id, status, fingerprint, result, locked_until, expires_at
-        FROM ${table}
-       WHERE scope = $1::text AND key = $2::text AND ${ACTIVE_PREDICATE}
-         AND NOT EXISTS (SELECT 1 FROM taken) AND NOT EXISTS (SELECT 1 FROM live)`,
+      SELECT id, outcome, fingerprint, result, locked_until, expires_at FROM live`,
     complete: `
       UPDATE ${table} SET status = 'completed', result = $3::jsonb, locked_until = NULL, completed_at = now()
        WHERE id = $1 AND lease_token = $2 AND status = 'in_progress'
@@ -70,10 +76,14 @@ export function idempotencySql(schema: string): IdempotencySql {
     extend: `
       UPDATE ${table} SET locked_until = now() + ${ms('$3')}
        WHERE id = $1 AND lease_token = $2 AND status = 'in_progress'`,
+    recentFailure: `
+      SELECT error FROM ${table}
+       WHERE scope = $1 AND key = $2 AND status = 'failed' AND error IS NOT NULL AND completed_at >= now() - ${ms('$3')}
+       ORDER BY completed_at DESC LIMIT 1`,
     find: `
       SELECT id, status AS outcome, fingerprint, result, locked_until, expires_at
         FROM ${table}
-       WHERE scope = $1 AND key = $2 AND ${ACTIVE_PREDICATE} AND expires_at > now()`,
+       WHERE scope = $1::text AND key = $2::text AND ${ACTIVE_PREDICATE} AND ${LIVE_PREDICATE('fingerprint')}`,
   };
   // Statement names must differ per schema: pg caches prepared statements per connection by name.
   const suffix = createHash('sha1').update(schema).digest('hex').slice(0, 8);

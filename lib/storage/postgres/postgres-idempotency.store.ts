@@ -14,7 +14,7 @@ interface ClaimRow extends QueryResultRow {
 }
 
 /** How many times a claim is retried when it lost a race against a row its snapshot could not see yet. */
-const CLAIM_RACE_RETRIES = 5;
+const CLAIM_RACE_RETRIES = 10;
 
 /**
  * The Postgres store: one prepared `INSERT … ON CONFLICT` per claim against the status-filtered
@@ -42,9 +42,10 @@ export class PostgresIdempotencyStore extends IdempotencyStore {
     for (let attempt = 0; attempt < CLAIM_RACE_RETRIES; attempt++) {
       const { rows } = await this.pool.query<ClaimRow>({ ...this.sql.claim, values });
       if (rows.length > 0) return this.toOutcome(rows[0], request, token);
-      // The conflicting row was committed after this statement's snapshot: ask again.
+      // The conflicting row was committed after this statement's snapshot: ask again with a fresh one.
     }
-    throw new Error(`claim of key "${request.key}" kept racing with concurrent writers; retry the request`);
+    // Other claims keep changing this key right now: to this caller, it is in progress.
+    return { kind: 'in_progress', fingerprint: request.fingerprint, lockedUntil: Date.now() + request.leaseMs };
   }
 
   async complete(claim: Claim, result: unknown): Promise<CompletedRecord | null> {
@@ -66,6 +67,11 @@ export class PostgresIdempotencyStore extends IdempotencyStore {
   async extendLease(claim: Claim): Promise<boolean> {
     const { rowCount } = await this.pool.query({ ...this.sql.extend, values: [claim.id, claim.token, claim.leaseMs] });
     return (rowCount ?? 0) > 0;
+  }
+
+  async recentFailure(scope: string, key: string, withinMs: number): Promise<unknown> {
+    const { rows } = await this.pool.query<{ error: unknown }>({ ...this.sql.recentFailure, values: [scope, key, Math.ceil(withinMs)] });
+    return rows[0]?.error ?? undefined;
   }
 
   async find(scope: string, key: string): Promise<ClaimOutcome | null> {

@@ -45,8 +45,7 @@ export class RedisIdempotencyCache extends IdempotencyCache {
   private readonly rememberScript = script(REMEMBER);
 
   constructor(
-    private readonly connection: { readonly redis?: Redis },
-    private readonly prefix: string,
+    private readonly connection: { readonly redis?: Redis; readonly redisKeyPrefix: string },
     private readonly breaker: CircuitBreaker,
   ) {
     super();
@@ -86,8 +85,9 @@ export class RedisIdempotencyCache extends IdempotencyCache {
   }
 
   private keys(scope: string, key: string): [string, string] {
-    // The hash tag keeps both keys in one Redis Cluster slot, as a Lua script requires.
-    const tag = `${this.prefix}:{${scope}|${key}}`;
+    // The hash tag keeps both keys in one Redis Cluster slot, as a Lua script requires; the scope's
+    // length makes the tag unambiguous whatever characters the scope and the client's key contain.
+    const tag = `${this.connection.redisKeyPrefix}:{${scope.length}:${scope}|${key}}`;
     return [`${tag}:r`, `${tag}:f`];
   }
 

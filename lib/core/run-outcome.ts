@@ -17,6 +17,7 @@ export function successOutcome(value: unknown): RunOutcome {
   }
 }
 
+/** The stored form of a failure: its name and message (stack traces stay out of the database). */
 export function failureOutcome(error: unknown): RunOutcome {
   const name = error instanceof Error ? error.name : 'Error';
   const message = error instanceof Error ? error.message : String(error);

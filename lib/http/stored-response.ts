@@ -33,6 +33,7 @@ export function isUnstorable(value: unknown, response: ResponseLike): boolean {
   return typeof value === 'object' && value !== null && typeof (value as { pipe?: unknown }).pipe === 'function';
 }
 
+/** The allow-listed response headers present now; never Set-Cookie or hop-by-hop headers. */
 export function pickHeaders(response: ResponseLike, names: readonly string[]): Record<string, string | string[]> {
   const headers: Record<string, string | string[]> = {};
   for (const name of names) {

@@ -26,12 +26,13 @@ export interface RedisCommonOptions {
   breaker?: RedisBreakerOptions;
 }
 
-/** Redis: a URL, ioredis options, or the app's own client. `false` runs on Postgres alone. */
+/** Redis: a URL, ioredis options (`{ host, port, … }` or `{ options }`), or the app's own client. `false` runs on Postgres alone. */
 export type RedisModuleOptions =
   | false
   | (RedisCommonOptions & { url: string })
   | (RedisCommonOptions & { client: Redis })
-  | (RedisCommonOptions & { options: RedisOptions });
+  | (RedisCommonOptions & { options: RedisOptions })
+  | (RedisCommonOptions & Omit<RedisOptions, keyof RedisCommonOptions>);
 
 /** The request, as the interceptor sees it (Express or Fastify). */
 export interface IdempotencyRequest {

@@ -170,3 +170,18 @@ describe('resolveRouteOptions', () => {
     expect(err.message).toContain('required:');
   });
 });
+
+describe('resolveOptions: redis as plain ioredis options', () => {
+  it('passes { host, port, … } to ioredis and keeps the module settings apart', () => {
+    const r = resolveOptions({
+      postgres: { url: 'postgres://u@h/db' },
+      redis: { host: '127.0.0.1', port: 6380, db: 2, keyPrefix: 'app', commandTimeout: '50ms' },
+    });
+    expect(r.redis).toMatchObject({ connection: { options: { host: '127.0.0.1', port: 6380, db: 2 } }, keyPrefix: 'app', commandTimeoutMs: 50 });
+    expect(r.redis && 'options' in r.redis.connection && r.redis.connection.options).not.toHaveProperty('keyPrefix');
+  });
+
+  it('still refuses an object that is none of the forms', () => {
+    expect(() => resolveOptions({ postgres: { url: 'postgres://u@h/db' }, redis: { hots: 'x' } as never })).toThrow(/redis\.url/);
+  });
+});

@@ -100,10 +100,15 @@ function resolvePostgres(c: Checker, value: unknown): ResolvedOptions['postgres'
   };
 }
 
+/** Keys that mark an object as ioredis connection options. */
+const IOREDIS_CONNECTION_KEYS = ['host', 'port', 'path', 'sentinels', 'username', 'password', 'db', 'tls'];
+/** The module's own Redis settings, kept out of what is passed to ioredis. */
+const MODULE_REDIS_KEYS = ['keyPrefix', 'commandTimeout', 'breaker'];
+
 function resolveRedis(c: Checker, value: unknown): ResolvedOptions['redis'] {
   if (value === false) return false;
   if (!isObject(value)) {
-    c.fail('redis', 'required: give { url: "redis://…" }, { client: yourIoredisClient }, { options: ioredisOptions }, or false to run on Postgres alone');
+    c.fail('redis', 'required: give { url: "redis://…" }, ioredis options ({ host, port, … }), { client: yourIoredisClient }, or false to run on Postgres alone');
     return false;
   }
   let connection: Exclude<ResolvedOptions['redis'], false>['connection'] | undefined;
@@ -116,6 +121,10 @@ function resolveRedis(c: Checker, value: unknown): ResolvedOptions['redis'] {
     else connection = { options: value.options };
   } else if (typeof value.url === 'string' && /^rediss?:\/\//.test(value.url)) {
     connection = { url: value.url };
+  } else if (value.url === undefined && IOREDIS_CONNECTION_KEYS.some((k) => k in value)) {
+    // Plain ioredis options: everything but the module's own settings goes to ioredis.
+    const ioredisOptions = Object.fromEntries(Object.entries(value).filter(([k]) => !MODULE_REDIS_KEYS.includes(k)));
+    connection = { options: ioredisOptions };
   } else {
     c.fail('redis.url', `expected a URL like "redis://127.0.0.1:6379", got ${JSON.stringify(value.url)}`);
   }

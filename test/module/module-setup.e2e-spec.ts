@@ -99,6 +99,22 @@ describe('module setup', () => {
     expect(dataSource.isInitialized).toBe(false); // closed by TypeOrmModule, its owner
   });
 
+  it('connects with plain ioredis options ({ host, port })', async () => {
+    const schema = uniqueSchema();
+    const { hostname, port } = new URL(redisUrl());
+    const app = await boot([
+      IdempotencyModule.forRoot({ postgres: { url: databaseUrl(), schema }, redis: { host: hostname, port: Number(port), keyPrefix: schema }, migrationsRun: true }),
+    ]);
+    const probe = new Redis(redisUrl());
+    try {
+      await expectReplay(app, 'ioredis-options-1');
+      expect(await probe.exists(`${schema}:{5:http:|ioredis-options-1}:r`)).toBe(1);
+    } finally {
+      probe.disconnect();
+      await app.close();
+    }
+  });
+
   it('reports an unknown DataSource name at bootstrap', async () => {
     await expect(
       boot([IdempotencyModule.forRoot({ postgres: { dataSource: 'missing' }, redis: false })]),

@@ -1,6 +1,8 @@
 /** @type {import('jest').Config} */
 const tsJest = ['ts-jest', { tsconfig: 'tsconfig.json' }];
 module.exports = {
+  // Suites start apps and real servers; no test asserts on time, this only bounds a hang.
+  testTimeout: 60000,
   globalSetup: '<rootDir>/test/support/global-setup.js',
   globalTeardown: '<rootDir>/test/support/global-teardown.js',
   testEnvironment: 'node',

@@ -20,14 +20,16 @@ export class IdempotentMethodExplorer implements OnModuleInit {
     private readonly scanner: MetadataScanner,
     private readonly metadata: IdempotencyMetadataAccessor,
     private readonly engine: IdempotencyService,
-  ) {}
+  ) {
+    // Checked while providers are being created, before any connection opens, so a refused bootstrap leaves nothing behind.
+    for (const wrapper of this.discovery.getProviders()) {
+      if (!wrapper.isDependencyTreeStatic()) this.refuseScoped(wrapper.metatype);
+    }
+  }
 
   onModuleInit(): void {
     for (const wrapper of this.discovery.getProviders()) {
-      if (!wrapper.isDependencyTreeStatic()) {
-        this.refuseScoped(wrapper.metatype);
-        continue;
-      }
+      if (!wrapper.isDependencyTreeStatic()) continue;
       const instance = wrapper.instance as Record<string, unknown> | undefined;
       if (!instance || typeof instance !== 'object') continue;
       const prototype = Object.getPrototypeOf(instance) as object | null;

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
@@ -15,7 +15,7 @@ import type { ResolvedOptions } from '../interfaces/resolved-options';
  * and closes what it owns on shutdown. Borrowed connections are left to their owner.
  */
 @Injectable()
-export class IdempotencyConnections implements OnModuleInit, OnApplicationShutdown {
+export class IdempotencyConnections implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('Idempotency');
   private opened?: { dataSource: DataSource; pool: Pool; schema: string; redis?: Redis; redisKeyPrefix: string };
   private ownedDataSource?: DataSource;
@@ -69,13 +69,17 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationShutdo
         redis = 'url' in c ? new Redis(c.url, common) : new Redis({ ...c.options, ...common });
         redis.on('error', () => undefined); // failures are reported by the circuit breaker
         this.ownedRedis = redis;
-        await redis.connect().catch((err: Error) => {
-          this.logger.warn(`Redis is not reachable at startup (${err.message}); serving from Postgres alone until it is`);
-        });
       }
     }
     const redisKeyPrefix = (options.redis && options.redis.keyPrefix) || (await IdempotencyConnections.derivedKeyPrefix(pool, schema));
     this.opened = { dataSource, pool, schema, redis, redisKeyPrefix };
+  }
+
+  // Connecting waits for bootstrap: should another module's init fail, no socket is left open behind it.
+  async onApplicationBootstrap(): Promise<void> {
+    await this.ownedRedis?.connect().catch((err: Error) => {
+      this.logger.warn(`Redis is not reachable at startup (${err.message}); serving from Postgres alone until it is`);
+    });
   }
 
   async onApplicationShutdown(): Promise<void> {

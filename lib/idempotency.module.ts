@@ -5,6 +5,7 @@ import { InboxService } from './inbox/inbox.service';
 import { RetentionService } from './retention/retention.service';
 import { IdempotencyConfigurableModule } from './idempotency.module-definition';
 import { idempotencyProviders } from './idempotency.providers';
+import { workflowExports } from './workflow/workflow.providers';
 
 /**
  * Registers the global `Idempotency-Key` interceptor and the `IdempotencyService` engine.
@@ -13,6 +14,6 @@ import { idempotencyProviders } from './idempotency.providers';
 @Module({
   imports: [DiscoveryModule],
   providers: idempotencyProviders,
-  exports: [IdempotencyService, InboxService, RetentionService],
+  exports: [IdempotencyService, InboxService, RetentionService, ...workflowExports],
 })
 export class IdempotencyModule extends IdempotencyConfigurableModule {}

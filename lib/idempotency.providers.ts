@@ -18,6 +18,7 @@ import { PostgresIdempotencyStore } from './storage/postgres/postgres-idempotenc
 import { CircuitBreaker } from './storage/redis/circuit-breaker';
 import { RedisIdempotencyCache } from './storage/redis/redis-idempotency.cache';
 import { resolveOptions } from './utils/validate-options';
+import { workflowProviders } from './workflow/workflow.providers';
 
 /** The module's providers: options, connections, the default Postgres store and Redis cache, the engine and the interceptor. */
 export const idempotencyProviders: Provider[] = [
@@ -52,4 +53,5 @@ export const idempotencyProviders: Provider[] = [
   RetentionService,
   { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
   { provide: APP_FILTER, useClass: IdempotencyProblemFilter },
+  ...workflowProviders,
 ];

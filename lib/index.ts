@@ -31,4 +31,31 @@ export type {
   RedisCommonOptions, RedisBreakerOptions, IdempotencyRequest,
 } from './interfaces/idempotency-options.interface';
 export type { Duration } from './utils/duration';
+export { Workflow } from './workflow/workflow.decorator';
+export { Step } from './workflow/step.decorator';
+export { WorkflowClient } from './workflow/workflow.client';
+export type { WorkflowClass } from './workflow/workflow.client';
+export { WorkflowHandle } from './workflow/workflow-handle';
+export type { ResultOptions } from './workflow/workflow-handle';
+export { currentStep, StepContextAccessor, NotInStepError } from './workflow/step-context';
+export { WorkflowStore } from './workflow/storage/workflow.store';
+export type {
+  WorkflowOptions, StepOptions, StepBackoff, WorkflowIdentity, WorkflowStatus, StartWorkflowOptions, ListWorkflowsOptions,
+  WorkflowExecution, StepCheckpoint, StepContext,
+} from './workflow/workflow.interfaces';
+export type { WorkflowModuleOptions } from './interfaces/idempotency-options.interface';
+export { WorkflowError } from './errors/workflow.error';
+export { WorkflowDefinitionError } from './errors/workflow-definition.error';
+export { WorkflowConflictError } from './errors/workflow-conflict.error';
+export { WorkflowExistsError } from './errors/workflow-exists.error';
+export { MissingWorkflowIdError } from './errors/missing-workflow-id.error';
+export { DeterminismError } from './errors/determinism.error';
+export { WorkflowTimeoutError } from './errors/workflow-timeout.error';
+export { WorkflowCancelledError } from './errors/workflow-cancelled.error';
+export { WorkflowFailedError } from './errors/workflow-failed.error';
+export type { StoredError } from './errors/workflow-failed.error';
+export { StepFailedError } from './errors/step-failed.error';
+export { StepTimeoutError } from './errors/step-timeout.error';
+export { WorkflowNotFoundError } from './errors/workflow-not-found.error';
+export { WorkflowResultTimeoutError } from './errors/workflow-result-timeout.error';
 export { REPLAYED_HEADER } from './idempotency.constants';

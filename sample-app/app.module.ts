@@ -3,6 +3,7 @@ import { ConfigModule, ConfigService } from '@nestjs/config';
 import { IdempotencyModule } from '../lib';
 import { idempotencyOptionsFromEnv } from './config/idempotency-options.factory';
 import { DatabaseModule } from './database/database.module';
+import { OrdersModule } from './orders/orders.module';
 import { PaymentsModule } from './payments/payments.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 
@@ -17,6 +18,8 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     DatabaseModule,
     PaymentsModule,
     WebhooksModule,
+    // Durable workflows run on BullMQ: the orders part needs Redis.
+    ...(process.env.REDIS_URL ? [OrdersModule] : []),
   ],
 })
 export class AppModule {}

@@ -1,0 +1,243 @@
+// Durable-workflow benchmark: `npm run bench:workflows` (scripts/run-bench.js provides DATABASE_URL and REDIS_URL).
+// One process, one run:
+//   ours: 10-step workflows (trivial steps) at 1, 10 and 100 concurrent workflows → steps/s and the per-step
+//         overhead (time from the step call in run() to its checkpointed result, p50/p99);
+//   baselines on the same Redis and Postgres: raw BullMQ trivial jobs/s (worker concurrency 50), raw single-row
+//         Postgres inserts/s (50 concurrent, pool of 20), BullMQ jobs that each insert one Postgres row, and the
+//         BullMQ add→completed round trip (one at a time).
+// Settings (environment): BENCH_SCALE (1; multiplies the amounts of work), BENCH_KEEP=1 keeps the schema.
+import 'reflect-metadata';
+import { Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { Queue, QueueEvents, Worker } from 'bullmq';
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import { performance } from 'node:perf_hooks';
+import Redis from 'ioredis';
+import { Pool } from 'pg';
+import { IdempotencyModule, Step, Workflow, WorkflowClient } from '../lib';
+
+const DATABASE_URL = need('DATABASE_URL');
+const REDIS_URL = need('REDIS_URL');
+const SCALE = Number(process.env.BENCH_SCALE ?? 1);
+const KEEP = process.env.BENCH_KEEP === '1';
+const STEPS = 10;
+const RUN_ID = randomBytes(4).toString('hex');
+const SCHEMA = `bench_wf_${RUN_ID}`;
+const PREFIX = `{bench-wf-${RUN_ID}}`;
+
+function need(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run with npm run bench:workflows`);
+  return value;
+}
+
+/** Per-step overheads of the current scenario, in ms. */
+const overheads: number[] = [];
+
+@Workflow({ name: 'bench-ten-steps', identity: 'always_unique' })
+class TenSteps {
+  async run(input: { n: number }): Promise<number> {
+    let total = input.n;
+    for (let i = 0; i < STEPS; i++) {
+      const t0 = performance.now();
+      total = await this.add(total, i);
+      overheads.push(performance.now() - t0);
+    }
+    return total;
+  }
+
+  @Step()
+  add(total: number, i: number): Promise<number> {
+    return Promise.resolve(total + i); // trivial: the measured time is the library's overhead
+  }
+}
+
+@Module({
+  imports: [
+    IdempotencyModule.forRoot({
+      postgres: { url: DATABASE_URL, schema: SCHEMA, poolSize: 20 },
+      redis: { url: REDIS_URL, keyPrefix: `idem-${SCHEMA}` },
+      migrationsRun: true,
+      workflows: { queuePrefix: PREFIX, concurrency: 100, workflowConcurrency: 200 },
+    }),
+  ],
+  providers: [TenSteps],
+})
+class BenchModule {}
+
+function percentile(values: number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/** Runs `total` tasks keeping `concurrency` in flight; returns elapsed ms. */
+async function keepInFlight(total: number, concurrency: number, task: (i: number) => Promise<unknown>): Promise<number> {
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, total) }, async () => {
+      while (next < total) await task(next++);
+    }),
+  );
+  return performance.now() - t0;
+}
+
+interface Row {
+  label: string;
+  perSec: number;
+  p50?: number;
+  p99?: number;
+}
+
+async function ours(client: WorkflowClient, concurrency: number, workflows: number): Promise<Row> {
+  // Warm-up at this concurrency (connections, prepared statements on each pooled connection, JIT), not measured.
+  await keepInFlight(Math.max(concurrency * 2, 20), concurrency, async (i) => (await client.start(TenSteps, { n: i })).result());
+  overheads.length = 0;
+  const ms = await keepInFlight(workflows, concurrency, async (i) => (await client.start(TenSteps, { n: i })).result());
+  return {
+    label: `ours: 10-step workflows, ${concurrency} concurrent (${workflows} workflows)`,
+    perSec: (workflows * STEPS) / (ms / 1000),
+    p50: percentile(overheads, 50),
+    p99: percentile(overheads, 99),
+  };
+}
+
+async function bullmqTrivial(jobs: number): Promise<Row> {
+  const name = `trivial-${RUN_ID}`;
+  const connection = { url: REDIS_URL, maxRetriesPerRequest: null };
+  const queue = new Queue(name, { connection, prefix: PREFIX });
+  let done = 0;
+  let resolveAll!: () => void;
+  const all = new Promise<void>((r) => (resolveAll = r));
+  const worker = new Worker(name, () => Promise.resolve(1), { connection, prefix: PREFIX, concurrency: 50, autorun: false });
+  worker.on('completed', () => {
+    if (++done === jobs) resolveAll();
+  });
+  for (let i = 0; i < jobs; i += 1000) {
+    await queue.addBulk(Array.from({ length: Math.min(1000, jobs - i) }, (_, k) => ({ name: 'j', data: { i: i + k }, opts: { removeOnComplete: true } })));
+  }
+  const t0 = performance.now();
+  void worker.run();
+  await all;
+  const ms = performance.now() - t0;
+  await worker.close();
+  await queue.obliterate({ force: true }).catch(() => undefined);
+  await queue.close();
+  return { label: `baseline 1: raw BullMQ trivial jobs, worker concurrency 50 (${jobs} jobs)`, perSec: jobs / (ms / 1000) };
+}
+
+async function pgInserts(pool: Pool, rows: number): Promise<Row> {
+  await pool.query(`CREATE TABLE IF NOT EXISTS "${SCHEMA}".bench_rows (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, k text, v jsonb)`);
+  const text = `INSERT INTO "${SCHEMA}".bench_rows (k, v) VALUES ($1, $2)`;
+  const ms = await keepInFlight(rows, 50, (i) => pool.query({ name: 'bench_insert', text, values: [`k${i}`, '{"ok":true}'] }));
+  return { label: `baseline 2: raw single-row Postgres inserts, 50 concurrent, pool 20 (${rows} rows)`, perSec: rows / (ms / 1000) };
+}
+
+async function bullmqWithInsert(pool: Pool, jobs: number): Promise<Row> {
+  const name = `insert-${RUN_ID}`;
+  const connection = { url: REDIS_URL, maxRetriesPerRequest: null };
+  const queue = new Queue(name, { connection, prefix: PREFIX });
+  const text = `INSERT INTO "${SCHEMA}".bench_rows (k, v) VALUES ($1, $2)`;
+  let done = 0;
+  let resolveAll!: () => void;
+  const all = new Promise<void>((r) => (resolveAll = r));
+  const worker = new Worker(name, async (job) => {
+    await pool.query({ name: 'bench_insert', text, values: [`j${String(job.id)}`, '{"ok":true}'] });
+  }, { connection, prefix: PREFIX, concurrency: 50, autorun: false });
+  worker.on('completed', () => {
+    if (++done === jobs) resolveAll();
+  });
+  for (let i = 0; i < jobs; i += 1000) {
+    await queue.addBulk(Array.from({ length: Math.min(1000, jobs - i) }, (_, k) => ({ name: 'j', data: { i: i + k }, opts: { removeOnComplete: true } })));
+  }
+  const t0 = performance.now();
+  void worker.run();
+  await all;
+  const ms = performance.now() - t0;
+  await worker.close();
+  await queue.obliterate({ force: true }).catch(() => undefined);
+  await queue.close();
+  return { label: `baseline 3: BullMQ jobs that each insert one Postgres row, concurrency 50 (${jobs} jobs)`, perSec: jobs / (ms / 1000) };
+}
+
+async function roundTrip(count: number): Promise<Row> {
+  const name = `rt-${RUN_ID}`;
+  const connection = { url: REDIS_URL, maxRetriesPerRequest: null };
+  const queue = new Queue(name, { connection, prefix: PREFIX });
+  const events = new QueueEvents(name, { connection, prefix: PREFIX });
+  await events.waitUntilReady();
+  const worker = new Worker(name, () => Promise.resolve(1), { connection, prefix: PREFIX, concurrency: 1 });
+  const times: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const t0 = performance.now();
+    const job = await queue.add('j', { i }, { removeOnComplete: true });
+    await job.waitUntilFinished(events, 10_000);
+    times.push(performance.now() - t0);
+  }
+  await worker.close();
+  await events.close();
+  await queue.obliterate({ force: true }).catch(() => undefined);
+  await queue.close();
+  return { label: `reference: BullMQ add→completed round trip, one at a time (${count} jobs)`, perSec: count / (times.reduce((a, b) => a + b, 0) / 1000), p50: percentile(times, 50), p99: percentile(times, 99) };
+}
+
+function fmt(n: number | undefined, digits = 0): string {
+  return n === undefined || Number.isNaN(n) ? '' : n.toFixed(digits);
+}
+
+async function main(): Promise<void> {
+  const watchdog = setTimeout(() => {
+    process.stderr.write('benchmark did not finish within 10 minutes\n');
+    process.exit(1);
+  }, 10 * 60_000);
+  watchdog.unref();
+  const app = await NestFactory.createApplicationContext(BenchModule, { logger: ['warn', 'error'] });
+  app.enableShutdownHooks();
+  const client = app.get(WorkflowClient);
+  const pool = new Pool({ connectionString: DATABASE_URL, max: 20 });
+  const redis = new Redis(REDIS_URL);
+  try {
+    const s = (n: number) => Math.max(1, Math.round(n * SCALE));
+    const rows: Row[] = [];
+    await keepInFlight(200, 100, async (i) => (await client.start(TenSteps, { n: i })).result()); // warm every pooled connection
+    rows.push(await ours(client, 1, s(100)));
+    rows.push(await ours(client, 10, s(200)));
+    rows.push(await ours(client, 100, s(1000)));
+    const b1 = await bullmqTrivial(s(20_000));
+    const b2 = await pgInserts(pool, s(20_000));
+    const b3 = await bullmqWithInsert(pool, s(20_000));
+    const rt = await roundTrip(s(300));
+    const out = (line = '') => process.stdout.write(`${line}\n`);
+    out(`\nDurable workflows benchmark — node ${process.version}, ${os.cpus().length} CPU(s) (${os.cpus()[0]?.model ?? 'unknown'}), Redis ${(await redis.info('server')).match(/redis_version:(\S+)/)?.[1] ?? '?'}`);
+    out('');
+    out('| scenario | steps/s | per-step overhead p50 (ms) | p99 (ms) | vs BullMQ trivial | vs PG inserts | vs BullMQ+PG row |');
+    out('|---|---:|---:|---:|---:|---:|---:|');
+    for (const r of rows) {
+      out(`| ${r.label} | ${fmt(r.perSec)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${fmt((100 * r.perSec) / b1.perSec, 1)}% | ${fmt((100 * r.perSec) / b2.perSec, 1)}% | ${fmt((100 * r.perSec) / b3.perSec, 1)}% |`);
+    }
+    for (const b of [b1, b2, b3]) out(`| ${b.label} | ${fmt(b.perSec)} jobs/s | | | | | |`);
+    out(`| ${rt.label} | | ${fmt(rt.p50, 2)} | ${fmt(rt.p99, 2)} | | | |`);
+    out('');
+    const c100 = rows[2];
+    out(`goals: ≥ 1,000 steps/s at 100 concurrent → ${fmt(c100.perSec)} (${c100.perSec >= 1000 ? 'met' : 'NOT met'}); ` +
+      `≥ 20% of baseline 3 → ${fmt((100 * c100.perSec) / b3.perSec, 1)}% (${c100.perSec >= 0.2 * b3.perSec ? 'met' : 'NOT met'}); ` +
+      `p50 overhead ≤ 3 ms at concurrency 1 → ${fmt(rows[0].p50, 2)} ms (${rows[0].p50! <= 3 ? 'met' : 'NOT met'})`);
+  } finally {
+    await app.close();
+    if (!KEEP) await pool.query(`DROP SCHEMA IF EXISTS "${SCHEMA}" CASCADE`).catch(() => undefined);
+    await pool.end();
+    const keys = await redis.keys(`${PREFIX}:*`);
+    for (let i = 0; i < keys.length; i += 500) await redis.del(...keys.slice(i, i + 500));
+    redis.disconnect();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,144 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Job, UnrecoverableError, Worker } from 'bullmq';
+import { StepTimeoutError } from '../errors/step-timeout.error';
+import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { ResolvedOptions } from '../interfaces/resolved-options';
+import { runStorage } from './run-context';
+import { serializeError } from './serialize-error';
+import { stepStorage } from './step-context';
+import { StepJobData, StepJobResult } from './step-job';
+import { StepOutcome, WorkflowStore } from './storage/workflow.store';
+import type { StepContext } from './workflow.interfaces';
+import { RegisteredStep, WorkflowRegistry } from './workflow.registry';
+import { stepJobId, WorkflowQueues } from './workflow-queues';
+
+/**
+ * Runs step jobs: checks Postgres first (an existing checkpoint is adopted, a cancelled execution runs nothing),
+ * calls the real method inside the step context, and checkpoints the outcome once. A failed attempt is retried
+ * by BullMQ with the step's backoff; the last failed attempt is checkpointed as a failure.
+ */
+@Injectable()
+export class StepWorker {
+  private readonly logger = new Logger('Workflows');
+  private readonly workers: Worker[] = [];
+  private readonly inFlight = new Set<string>();
+
+  constructor(
+    @Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions,
+    private readonly registry: WorkflowRegistry,
+    private readonly store: WorkflowStore,
+    private readonly queues: WorkflowQueues,
+  ) {}
+
+  /** Starts one BullMQ Worker per step queue. */
+  start(): void {
+    const o = this.options.workflows;
+    for (const name of this.registry.stepQueues()) {
+      const worker = new Worker<StepJobData, StepJobResult>(name, (job) => this.process(name, job), {
+        connection: this.queues.connection(),
+        prefix: this.queues.prefix,
+        concurrency: o.concurrency,
+        lockDuration: o.lockDurationMs,
+        stalledInterval: o.stalledIntervalMs,
+        maxStalledCount: 1,
+      });
+      worker.on('error', (err) => this.logger.warn(`step worker "${name}": ${err.message}`));
+      this.workers.push(worker);
+    }
+  }
+
+  /** True while this process runs the step job (its job may have vanished from Redis, the step has not). */
+  isRunningHere(queue: string, jobId: string): boolean {
+    return this.inFlight.has(`${queue}\u0000${jobId}`);
+  }
+
+  /**
+   * Waits for running steps to finish and checkpoint, at most `lockDuration`, then closes the workers. A step still
+   * running then is left to BullMQ's stalled-job recovery: another instance runs it again (at-least-once).
+   */
+  async close(): Promise<void> {
+    const workers = this.workers.splice(0);
+    await Promise.all(workers.map((w) => drainAndClose(w, () => this.inFlight.size === 0, this.options.workflows.lockDurationMs)));
+  }
+
+  private async process(queue: string, job: Job<StepJobData, StepJobResult>): Promise<StepJobResult> {
+    const data = job.data;
+    const step = this.registry.find(data.owner)?.steps.get(data.step);
+    const instance = this.registry.find(data.owner)?.instance;
+    if (!step || !instance) throw new Error(`step "${data.step}" of workflow "${data.owner}" is not registered in this instance`);
+    const jobId = job.id ?? stepJobId(data.executionId, data.position);
+    const key = `${queue}\u0000${jobId}`;
+    this.inFlight.add(key);
+    try {
+      const state = await this.store.stepState(data.executionId, data.position);
+      let result: StepJobResult;
+      if (state.checkpoint) {
+        result = { kind: 'checkpoint', checkpoint: state.checkpoint };
+      } else if (state.status !== 'running' && state.status !== 'pending') {
+        result = { kind: 'stopped', status: state.status };
+      } else {
+        const attempt = job.attemptsMade + 1;
+        const outcome = await this.attempt(step, instance, data, attempt);
+        const { checkpoint } = await this.store.checkpoint(data.executionId, data.position, step.name, outcome, attempt);
+        result = { kind: 'checkpoint', checkpoint };
+      }
+      this.queues.notify(queue, jobId, { kind: 'completed', value: result });
+      return result;
+    } finally {
+      this.inFlight.delete(key);
+    }
+  }
+
+  /** One attempt; throws to have BullMQ retry, returns the outcome to checkpoint after the last attempt. */
+  private async attempt(step: RegisteredStep, instance: object, data: StepJobData, attempt: number): Promise<StepOutcome> {
+    const context: StepContext = {
+      executionId: data.executionId,
+      workflowId: data.workflowId,
+      workflowName: data.workflowName,
+      stepName: step.name,
+      position: data.position,
+      attempt,
+      idempotencyKey: `${data.executionId}:${data.position}`,
+    };
+    try {
+      const value = await runStorage.exit(() => stepStorage.run(context, () => this.invoke(step, instance, data.args)));
+      let stored: unknown;
+      try {
+        stored = value === undefined ? null : (JSON.parse(JSON.stringify(value)) as unknown);
+      } catch (err) {
+        throw new UnrecoverableError(`step "${step.name}" returned a value that is not JSON-serializable: ${(err as Error).message}`);
+      }
+      return { status: 'completed', result: stored };
+    } catch (err) {
+      const last = attempt >= step.attempts || err instanceof UnrecoverableError;
+      if (!last) throw err;
+      return { status: 'failed', error: serializeError(err) };
+    }
+  }
+
+  private invoke(step: RegisteredStep, instance: object, args: unknown[]): Promise<unknown> {
+    const running = Promise.resolve().then(() => step.original.apply(instance, args));
+    if (step.timeoutMs === undefined) return running;
+    const timeoutMs = step.timeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    // The abandoned attempt keeps running; its late result is dropped here and never checkpointed.
+    running.catch(() => undefined);
+    return Promise.race([
+      running,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new StepTimeoutError(step.name, timeoutMs)), timeoutMs);
+      }),
+    ]).finally(() => clearTimeout(timer));
+  }
+}
+
+/**
+ * Stops fetching jobs, waits until `isIdle()` (the jobs in progress here have finished) for at most `graceMs`,
+ * then closes the worker without waiting further; a job still running is left to BullMQ's stalled-job recovery.
+ */
+export async function drainAndClose(worker: Worker, isIdle: () => boolean, graceMs: number): Promise<void> {
+  await worker.pause(true).catch(() => undefined);
+  const deadline = Date.now() + graceMs;
+  while (!isIdle() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  await worker.close(true).catch(() => undefined);
+}

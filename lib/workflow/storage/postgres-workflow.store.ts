@@ -1,0 +1,257 @@
+import type { Pool, QueryConfig, QueryResultRow } from 'pg';
+import type { StoredError } from '../../errors/workflow-failed.error';
+import type { ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
+import { retryTransient } from './transient';
+import { BeginOutcome, NewExecution, StepOutcome, UnfinishedExecution, WorkflowStore } from './workflow.store';
+import { WorkflowSql, workflowSql } from './workflow.sql';
+
+/** How many times an insert is retried when it lost a race against a row its snapshot could not see yet. */
+const RACE_RETRIES = 5;
+
+interface ExecutionRow extends QueryResultRow {
+  id: string;
+  workflow_id: string;
+  workflow_name: string;
+  status: WorkflowStatus;
+  input: unknown;
+  input_hash: string;
+  result: unknown;
+  error: StoredError | null;
+  recovery_attempts: number;
+  created_at: Date;
+  updated_at: Date;
+  completed_at: Date | null;
+  deadline_at: Date | null;
+}
+
+interface StepRow extends QueryResultRow {
+  position: number;
+  name: string;
+  status: 'completed' | 'failed';
+  result: unknown;
+  error: StoredError | null;
+  attempts: number;
+  completed_at: Date | string;
+}
+
+/** Maps an execution row (public so that tests and tools can reuse it). */
+export function toExecution(row: ExecutionRow): WorkflowExecution & { inputHash: string } {
+  return {
+    executionId: row.id,
+    workflowId: row.workflow_id,
+    workflowName: row.workflow_name,
+    status: row.status,
+    input: row.input,
+    inputHash: row.input_hash,
+    result: row.result,
+    error: row.error,
+    recoveryAttempts: row.recovery_attempts,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    completedAt: row.completed_at,
+    deadlineAt: row.deadline_at,
+  };
+}
+
+function toCheckpoint(row: StepRow): StepCheckpoint {
+  return {
+    position: row.position,
+    name: row.name,
+    status: row.status,
+    result: row.result,
+    error: row.error,
+    attempts: row.attempts,
+    completedAt: row.completed_at instanceof Date ? row.completed_at : new Date(row.completed_at),
+  };
+}
+
+function json(value: unknown): string | null {
+  return value === undefined ? null : JSON.stringify(value);
+}
+
+/**
+ * The Postgres workflow store: hand-written prepared statements; every call is retried while the database is
+ * unreachable (all statements are idempotent or compare-and-set), so a Postgres restart delays work instead of failing it.
+ */
+export class PostgresWorkflowStore extends WorkflowStore {
+  private statements?: WorkflowSql;
+
+  /** `connection` is read on each call: the pool is opened at module init, after this store is built. */
+  constructor(
+    private readonly connection: { readonly pool: Pool; readonly schema: string },
+    private readonly retryForMs = 60_000,
+  ) {
+    super();
+  }
+
+  private get sql(): WorkflowSql {
+    return (this.statements ??= workflowSql(this.connection.schema));
+  }
+
+  private async query<R extends QueryResultRow>(config: QueryConfig): Promise<R[]> {
+    return retryTransient(async () => (await this.connection.pool.query<R>(config)).rows, this.retryForMs);
+  }
+
+  async insert(execution: NewExecution): Promise<{ inserted: boolean; execution: WorkflowExecution & { inputHash: string } }> {
+    const values = [
+      execution.executionId, execution.workflowId, execution.workflowName, json(execution.input) ?? 'null', execution.inputHash,
+      execution.timeoutMs ?? null,
+    ];
+    for (let attempt = 0; attempt < RACE_RETRIES; attempt++) {
+      const rows = await this.query<ExecutionRow & { inserted: boolean }>({ ...this.sql.insert, values });
+      if (rows.length > 0) return { inserted: rows[0].inserted, execution: toExecution(rows[0]) };
+    }
+    throw new Error(`start of workflow id "${execution.workflowId}" kept racing with concurrent starts; retry it`);
+  }
+
+  async begin(executionId: string, maxRecoveries: number): Promise<BeginOutcome> {
+    const rows = await this.query<ExecutionRow & { steps: StepRow[] }>({ ...this.sql.begin, values: [executionId] });
+    if (rows.length === 0) return { kind: 'skip', execution: await this.get(executionId) };
+    const execution = toExecution(rows[0]);
+    if (execution.recoveryAttempts > maxRecoveries) {
+      await this.failExhausted(executionId, maxRecoveries);
+      return { kind: 'skip', execution: await this.get(executionId) };
+    }
+    return { kind: 'run', execution, checkpoints: rows[0].steps.map(toCheckpoint) };
+  }
+
+  async finish(executionId: string, status: 'completed' | 'failed' | 'timed_out', value: { result?: unknown; error?: StoredError }): Promise<boolean> {
+    const { rowCount } = await retryTransient(
+      () => this.connection.pool.query({ ...this.sql.finish, values: [executionId, status, json(value.result), json(value.error)] }),
+      this.retryForMs,
+    );
+    return (rowCount ?? 0) > 0;
+  }
+
+  async release(executionId: string): Promise<void> {
+    await this.query({ ...this.sql.release, values: [executionId] });
+  }
+
+  async stepState(executionId: string, position: number): Promise<{ status: WorkflowStatus | null; checkpoint: StepCheckpoint | null }> {
+    const rows = await this.query<StepRow & { execution_status: WorkflowStatus }>({ ...this.sql.stepState, values: [executionId, position] });
+    if (rows.length === 0) return { status: null, checkpoint: null };
+    const row = rows[0];
+    return { status: row.execution_status, checkpoint: row.name === null ? null : toCheckpoint(row) };
+  }
+
+  async checkpoint(executionId: string, position: number, name: string, outcome: StepOutcome, attempts: number): Promise<{ written: boolean; checkpoint: StepCheckpoint }> {
+    const values = [
+      executionId, position, name, outcome.status,
+      outcome.status === 'completed' ? json(outcome.result) ?? 'null' : null,
+      outcome.status === 'failed' ? json(outcome.error) : null,
+      attempts,
+    ];
+    for (let attempt = 0; attempt < RACE_RETRIES; attempt++) {
+      const rows = await this.query<StepRow & { written: boolean }>({ ...this.sql.checkpoint, values });
+      if (rows.length > 0) return { written: rows[0].written, checkpoint: toCheckpoint(rows[0]) };
+    }
+    throw new Error(`checkpoint of step "${name}" (#${position}) of execution ${executionId} kept racing; it will be retried`);
+  }
+
+  async get(executionId: string): Promise<WorkflowExecution | null> {
+    const rows = await this.query<ExecutionRow>({ ...this.sql.get, values: [executionId] });
+    return rows.length === 0 ? null : toExecution(rows[0]);
+  }
+
+  async latest(workflowId: string): Promise<WorkflowExecution | null> {
+    const rows = await this.query<ExecutionRow>({ ...this.sql.latest, values: [workflowId] });
+    return rows.length === 0 ? null : toExecution(rows[0]);
+  }
+
+  async cancel(workflowId: string): Promise<WorkflowExecution | null> {
+    const rows = await this.query<ExecutionRow>({ ...this.sql.cancel, values: [workflowId] });
+    return rows.length === 0 ? null : toExecution(rows[0]);
+  }
+
+  async resume(executionId: string): Promise<{ execution: WorkflowExecution; retried: StepCheckpoint[] } | null> {
+    return retryTransient(async () => {
+      const client = await this.connection.pool.connect();
+      try {
+        await client.query('BEGIN');
+        const updated = await client.query<ExecutionRow>({ ...this.sql.resume, values: [executionId] });
+        if (updated.rows.length === 0) {
+          await client.query('ROLLBACK');
+          return null;
+        }
+        const deleted = await client.query<StepRow>({ ...this.sql.deleteFailedSteps, values: [executionId] });
+        await client.query('COMMIT');
+        return { execution: toExecution(updated.rows[0]), retried: deleted.rows.map(toCheckpoint) };
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      } finally {
+        client.release();
+      }
+    }, this.retryForMs);
+  }
+
+  async list(options: ListWorkflowsOptions & { workflow?: string }): Promise<WorkflowExecution[]> {
+    const where: string[] = [];
+    const values: unknown[] = [];
+    if (options.status !== undefined) {
+      values.push(Array.isArray(options.status) ? options.status : [options.status]);
+      where.push(`status = ANY($${values.length}::text[])`);
+    }
+    if (options.workflow !== undefined) {
+      values.push(options.workflow);
+      where.push(`workflow_name = $${values.length}`);
+    }
+    values.push(Math.min(Math.max(options.limit ?? 100, 1), 1000));
+    const text = `SELECT * FROM ${this.sql.executionsTable} ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
+      ORDER BY created_at DESC, id DESC LIMIT $${values.length}`;
+    return (await this.query<ExecutionRow>({ text, values })).map(toExecution);
+  }
+
+  async steps(executionId: string): Promise<StepCheckpoint[]> {
+    return (await this.query<StepRow>({ ...this.sql.steps, values: [executionId] })).map(toCheckpoint);
+  }
+
+  async unfinished(idleMs: number, limit: number): Promise<UnfinishedExecution[]> {
+    const rows = await this.query<{ id: string; workflow_name: string; status: WorkflowStatus }>({ ...this.sql.unfinished, values: [idleMs, limit] });
+    return rows.map((r) => ({ executionId: r.id, workflowName: r.workflow_name, status: r.status }));
+  }
+
+  async countRecovery(executionId: string, maxRecoveries: number): Promise<boolean> {
+    const rows = await this.query<{ recovery_attempts: number }>({ ...this.sql.countRecovery, values: [executionId] });
+    if (rows.length === 0) return false;
+    if (rows[0].recovery_attempts <= maxRecoveries) return true;
+    await this.failExhausted(executionId, maxRecoveries);
+    return false;
+  }
+
+  async timeOutExpired(): Promise<string[]> {
+    return (await this.query<{ id: string }>({ ...this.sql.timeOutExpired, values: [] })).map((r) => r.id);
+  }
+
+  async deleteExpired(workflowName: string, retentionMs: number): Promise<number> {
+    const { rowCount } = await retryTransient(
+      () => this.connection.pool.query({ ...this.sql.deleteExpired, values: [workflowName, retentionMs] }),
+      this.retryForMs,
+    );
+    return rowCount ?? 0;
+  }
+
+  async withReconcilerLock(work: () => Promise<void>): Promise<boolean> {
+    const client = await this.connection.pool.connect();
+    let locked = false;
+    try {
+      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [this.sql.lockKey]);
+      locked = rows[0].locked;
+      if (!locked) return false;
+      await work();
+      return true;
+    } finally {
+      if (locked) await client.query('SELECT pg_advisory_unlock(hashtext($1))', [this.sql.lockKey]).catch(() => undefined);
+      client.release();
+    }
+  }
+
+  private async failExhausted(executionId: string, maxRecoveries: number): Promise<void> {
+    await this.finish(executionId, 'failed', {
+      error: {
+        name: 'RecoveryAttemptsExhaustedError',
+        message: `the execution was interrupted or re-enqueued more than ${maxRecoveries} times (workflows.maxRecoveryAttempts); resume it once the cause is fixed`,
+      },
+    });
+  }
+}

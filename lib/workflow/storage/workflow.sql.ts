@@ -1,0 +1,112 @@
+import { createHash } from 'node:crypto';
+import { quoteIdent } from '../../storage/postgres/idempotency.sql';
+import { RELEASED_WORKFLOW_STATUSES } from '../workflow.interfaces';
+
+/** Table names. */
+export const EXECUTIONS_TABLE = 'workflow_executions';
+export const STEPS_TABLE = 'workflow_steps';
+
+/** The predicate of the partial unique index on workflow_id; `ON CONFLICT` repeats it word for word. */
+export const LIVE_PREDICATE = `status NOT IN (${RELEASED_WORKFLOW_STATUSES.map((s) => `'${s}'`).join(', ')})`;
+
+/** A named statement: pg prepares it once per connection. */
+export interface Statement {
+  name: string;
+  text: string;
+}
+
+const STATEMENTS = (e: string, s: string) => {
+  const ms = (param: string) => `(${param}::int * interval '1 millisecond')`;
+  const stepJson = `json_build_object('position', s.position, 'name', s.name, 'status', s.status, 'result', s.result,
+    'error', s.error, 'attempts', s.attempts, 'completed_at', s.completed_at)`;
+  return {
+    // One round trip: insert, or read back the execution holding the id. Empty means the holder committed
+    // after this statement's snapshot: ask again.
+    insert: `
+      WITH ins AS (
+        INSERT INTO ${e} AS x (id, workflow_id, workflow_name, status, input, input_hash, deadline_at)
+        VALUES ($1, $2, $3, 'pending', $4::jsonb, $5, CASE WHEN $6::int IS NULL THEN NULL ELSE now() + ${ms('$6')} END)
+        ON CONFLICT (workflow_id) WHERE ${LIVE_PREDICATE} DO NOTHING
+        RETURNING *
+      )
+      SELECT true AS inserted, ins.* FROM ins
+      UNION ALL
+      SELECT false, x.* FROM ${e} x WHERE x.workflow_id = $2 AND x.${LIVE_PREDICATE} AND NOT EXISTS (SELECT 1 FROM ins)`,
+    begin: `
+      WITH x AS (
+        UPDATE ${e} SET status = 'running', started_at = coalesce(started_at, now()), updated_at = now(),
+               recovery_attempts = recovery_attempts + CASE WHEN status = 'running' THEN 1 ELSE 0 END
+         WHERE id = $1 AND status IN ('pending', 'running')
+        RETURNING *
+      )
+      SELECT x.*, coalesce((SELECT json_agg(${stepJson} ORDER BY s.position) FROM ${s} s WHERE s.execution_id = $1), '[]'::json) AS steps
+        FROM x`,
+    finish: `
+      UPDATE ${e} SET status = $2, result = $3::jsonb, error = $4::jsonb, updated_at = now(), completed_at = now()
+       WHERE id = $1 AND status IN ('pending', 'running')`,
+    release: `UPDATE ${e} SET status = 'pending', updated_at = now() WHERE id = $1 AND status = 'running'`,
+    stepState: `
+      SELECT x.status AS execution_status, s.position, s.name, s.status, s.result, s.error, s.attempts, s.completed_at
+        FROM ${e} x LEFT JOIN ${s} s ON s.execution_id = x.id AND s.position = $2
+       WHERE x.id = $1`,
+    checkpoint: `
+      WITH ins AS (
+        INSERT INTO ${s} (execution_id, position, name, status, result, error, attempts)
+        VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7)
+        ON CONFLICT (execution_id, position) DO NOTHING
+        RETURNING position, name, status, result, error, attempts, completed_at
+      )
+      SELECT true AS written, ins.* FROM ins
+      UNION ALL
+      SELECT false, s.position, s.name, s.status, s.result, s.error, s.attempts, s.completed_at
+        FROM ${s} s WHERE s.execution_id = $1 AND s.position = $2 AND NOT EXISTS (SELECT 1 FROM ins)`,
+    get: `SELECT * FROM ${e} WHERE id = $1`,
+    latest: `
+      SELECT * FROM ${e} WHERE workflow_id = $1
+       ORDER BY (${LIVE_PREDICATE}) DESC, created_at DESC LIMIT 1`,
+    cancel: `
+      UPDATE ${e} SET status = 'cancelled', updated_at = now(), completed_at = now()
+       WHERE workflow_id = $1 AND status IN ('pending', 'running')
+      RETURNING *`,
+    resume: `
+      UPDATE ${e} SET status = 'pending', error = NULL, result = NULL, recovery_attempts = 0, completed_at = NULL, updated_at = now(),
+             deadline_at = CASE WHEN deadline_at IS NULL THEN NULL ELSE now() + (deadline_at - created_at) END
+       WHERE id = $1 AND status IN ('failed', 'cancelled')
+      RETURNING *`,
+    deleteFailedSteps: `
+      DELETE FROM ${s} WHERE execution_id = $1 AND status = 'failed'
+      RETURNING position, name, status, result, error, attempts, completed_at`,
+    steps: `SELECT position, name, status, result, error, attempts, completed_at FROM ${s} WHERE execution_id = $1 ORDER BY position`,
+    unfinished: `
+      SELECT id, workflow_name, status FROM ${e}
+       WHERE status IN ('pending', 'running') AND updated_at < now() - ${ms('$1')}
+       ORDER BY updated_at LIMIT $2`,
+    countRecovery: `
+      UPDATE ${e} SET recovery_attempts = recovery_attempts + 1, updated_at = now()
+       WHERE id = $1 AND status IN ('pending', 'running')
+      RETURNING recovery_attempts`,
+    timeOutExpired: `
+      UPDATE ${e} SET status = 'timed_out', updated_at = now(), completed_at = now(),
+             error = jsonb_build_object('name', 'WorkflowTimeoutError', 'message', 'the workflow did not finish before its timeout')
+       WHERE status IN ('pending', 'running') AND deadline_at < now()
+      RETURNING id`,
+    deleteExpired: `
+      DELETE FROM ${e} WHERE id IN (
+        SELECT id FROM ${e} WHERE workflow_name = $1 AND completed_at IS NOT NULL AND completed_at < now() - ($2::bigint * interval '1 millisecond') LIMIT 1000)`,
+  };
+};
+
+/** The workflow statements. */
+export type WorkflowSql = { [K in keyof ReturnType<typeof STATEMENTS>]: Statement } & { executionsTable: string; stepsTable: string; lockKey: string };
+
+/** Builds the named statements for a schema (names differ per schema: pg caches them per connection by name). */
+export function workflowSql(schema: string): WorkflowSql {
+  const executions = `${quoteIdent(schema)}.${quoteIdent(EXECUTIONS_TABLE)}`;
+  const steps = `${quoteIdent(schema)}.${quoteIdent(STEPS_TABLE)}`;
+  const suffix = createHash('sha1').update(schema).digest('hex').slice(0, 8);
+  const named = { executionsTable: executions, stepsTable: steps, lockKey: `nestjs-idempotency:workflow-reconciler:${schema}` } as WorkflowSql;
+  for (const [name, text] of Object.entries(STATEMENTS(executions, steps))) {
+    (named as unknown as Record<string, Statement>)[name] = { name: `wf_${name}_${suffix}`, text };
+  }
+  return named;
+}

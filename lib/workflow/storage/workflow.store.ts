@@ -1,0 +1,75 @@
+import type { StoredError } from '../../errors/workflow-failed.error';
+import type { ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
+
+/** A new execution to insert. */
+export interface NewExecution {
+  executionId: string;
+  workflowId: string;
+  workflowName: string;
+  input: unknown;
+  inputHash: string;
+  timeoutMs?: number;
+}
+
+/** What `begin` found: the execution to run with its checkpoints, or an execution that must not run. */
+export type BeginOutcome =
+  | { kind: 'run'; execution: WorkflowExecution; checkpoints: StepCheckpoint[] }
+  | { kind: 'skip'; execution: WorkflowExecution | null };
+
+/** A step's outcome to checkpoint. */
+export type StepOutcome = { status: 'completed'; result: unknown } | { status: 'failed'; error: StoredError };
+
+/** An unfinished execution, as the reconciler sees it. */
+export interface UnfinishedExecution {
+  executionId: string;
+  workflowName: string;
+  status: WorkflowStatus;
+}
+
+/**
+ * The source of truth for workflows. Implementations must make `insert` atomic against the status-filtered
+ * unique workflow id, make `checkpoint` write each (execution, position) once, and make every status change
+ * a compare-and-set on the current status.
+ */
+export abstract class WorkflowStore {
+  /** Inserts the execution unless the workflow id has a live or completed one; returns whichever holds the id. */
+  abstract insert(execution: NewExecution): Promise<{ inserted: boolean; execution: WorkflowExecution & { inputHash: string } }>;
+  /**
+   * Marks a pending or running execution running and returns it with its checkpoints. Counts a recovery when it
+   * was already running (an earlier run was interrupted); past `maxRecoveries` it fails the execution instead.
+   */
+  abstract begin(executionId: string, maxRecoveries: number): Promise<BeginOutcome>;
+  /** Compare-and-set from pending/running to a final status; false when the execution was no longer unfinished. */
+  abstract finish(executionId: string, status: 'completed' | 'failed' | 'timed_out', value: { result?: unknown; error?: StoredError }): Promise<boolean>;
+  /** Puts a running execution back to pending (graceful shutdown), without counting a recovery. */
+  abstract release(executionId: string): Promise<void>;
+  /** The execution's status and the checkpoint at a position, if any. */
+  abstract stepState(executionId: string, position: number): Promise<{ status: WorkflowStatus | null; checkpoint: StepCheckpoint | null }>;
+  /** Writes a checkpoint once; a loser gets the winner's row. */
+  abstract checkpoint(executionId: string, position: number, name: string, outcome: StepOutcome, attempts: number): Promise<{ written: boolean; checkpoint: StepCheckpoint }>;
+  /** One execution by id. */
+  abstract get(executionId: string): Promise<WorkflowExecution | null>;
+  /** The newest execution of a workflow id: the live or completed one when there is one. */
+  abstract latest(workflowId: string): Promise<WorkflowExecution | null>;
+  /** Sets the live execution of a workflow id to cancelled; returns it (null when there was none to cancel). */
+  abstract cancel(workflowId: string): Promise<WorkflowExecution | null>;
+  /**
+   * Sets the newest failed or cancelled execution of a workflow id back to pending, deleting its failed checkpoints
+   * (their positions are returned). Throws the unique violation when a newer live execution holds the id.
+   */
+  abstract resume(executionId: string): Promise<{ execution: WorkflowExecution; retried: StepCheckpoint[] } | null>;
+  /** Executions, newest first. */
+  abstract list(options: ListWorkflowsOptions & { workflow?: string }): Promise<WorkflowExecution[]>;
+  /** The checkpoints of an execution, in position order. */
+  abstract steps(executionId: string): Promise<StepCheckpoint[]>;
+  /** Pending or running executions not updated for `idleMs`. */
+  abstract unfinished(idleMs: number, limit: number): Promise<UnfinishedExecution[]>;
+  /** Counts a recovery of an execution; fails it when the count passes `maxRecoveries`. Returns false when it was failed. */
+  abstract countRecovery(executionId: string, maxRecoveries: number): Promise<boolean>;
+  /** Ends unfinished executions past their deadline as timed_out; returns their ids. */
+  abstract timeOutExpired(): Promise<string[]>;
+  /** Deletes finished executions of a workflow older than `retentionMs`; returns how many. */
+  abstract deleteExpired(workflowName: string, retentionMs: number): Promise<number>;
+  /** Runs `work` when this instance holds the cluster-wide reconciler lock; returns false when another instance holds it. */
+  abstract withReconcilerLock(work: () => Promise<void>): Promise<boolean>;
+}

@@ -1,0 +1,69 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { DelayedError, Job, Worker } from 'bullmq';
+import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { ResolvedOptions } from '../interfaces/resolved-options';
+import { drainAndClose } from './step-worker';
+import { WorkflowExecutor } from './workflow.executor';
+import { WorkflowRegistry } from './workflow.registry';
+import { WorkflowQueues } from './workflow-queues';
+
+/** @internal The data of a workflow-run job. */
+export interface WorkflowJobData {
+  executionId: string;
+}
+
+/**
+ * Runs workflow-run jobs: each replays the workflow function from the top through the executor. A run stopped by
+ * a graceful shutdown is put back (delayed by 0) so another instance picks it up without counting a recovery.
+ */
+@Injectable()
+export class WorkflowWorker {
+  private readonly logger = new Logger('Workflows');
+  private readonly workers: Worker[] = [];
+  private running = 0;
+
+  constructor(
+    @Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions,
+    private readonly registry: WorkflowRegistry,
+    private readonly queues: WorkflowQueues,
+    private readonly executor: WorkflowExecutor,
+  ) {}
+
+  /** Starts one BullMQ Worker per workflow queue. */
+  start(): void {
+    const o = this.options.workflows;
+    for (const name of this.registry.workflowQueues()) {
+      const worker = new Worker<WorkflowJobData, string>(name, (job, token) => this.process(job, token), {
+        connection: this.queues.connection(),
+        prefix: this.queues.prefix,
+        concurrency: o.workflowConcurrency,
+        lockDuration: o.lockDurationMs,
+        stalledInterval: o.stalledIntervalMs,
+        // Interrupted runs are counted in Postgres (recovery_attempts); BullMQ just hands them back.
+        maxStalledCount: o.maxRecoveryAttempts + 1,
+      });
+      worker.on('error', (err) => this.logger.warn(`workflow worker "${name}": ${err.message}`));
+      this.workers.push(worker);
+    }
+  }
+
+  /** Closes the workers once their runs have returned (call `WorkflowExecutor.abortAll()` first). */
+  async close(): Promise<void> {
+    const workers = this.workers.splice(0);
+    await Promise.all(workers.map((w) => drainAndClose(w, () => this.running === 0, this.options.workflows.lockDurationMs)));
+  }
+
+  private async process(job: Job<WorkflowJobData, string>, token?: string): Promise<string> {
+    this.running++;
+    try {
+      const outcome = await this.executor.execute(job.data.executionId);
+      if (outcome === 'released') {
+        await job.moveToDelayed(Date.now(), token);
+        throw new DelayedError();
+      }
+      return outcome;
+    } finally {
+      this.running--;
+    }
+  }
+}

@@ -1,0 +1,256 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { Queue } from 'bullmq';
+import { DeterminismError } from '../errors/determinism.error';
+import { StepFailedError } from '../errors/step-failed.error';
+import { WorkflowCancelledError } from '../errors/workflow-cancelled.error';
+import { WorkflowNotFoundError } from '../errors/workflow-not-found.error';
+import { WorkflowTimeoutError } from '../errors/workflow-timeout.error';
+import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { ResolvedOptions } from '../interfaces/resolved-options';
+import { RunContext, runStorage, RunStopped, stopRun } from './run-context';
+import { serializeError } from './serialize-error';
+import { stepStorage } from './step-context';
+import { isStepJobResult, reviveCheckpoint, StepJobData } from './step-job';
+import { StepWorker } from './step-worker';
+import { WorkflowStore } from './storage/workflow.store';
+import type { StepCheckpoint } from './workflow.interfaces';
+import { RegisteredStep, WorkflowRegistry } from './workflow.registry';
+import { JobSignal, stepJobId, workflowJobId, WorkflowQueues } from './workflow-queues';
+
+/** How an execution's run ended in this process. */
+export type RunOutcome = 'finished' | 'released';
+
+/** States in which a job will still run (or is running) without our help. */
+const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
+
+/**
+ * Runs and replays workflow functions. Each step call gets the next position; a stored checkpoint answers it
+ * (after checking the stored name), otherwise the step job is added and its checkpoint awaited: from the step
+ * worker in this process, from BullMQ events, and by polling Postgres and the job, so a vanished job is re-added.
+ */
+@Injectable()
+export class WorkflowExecutor {
+  private readonly logger = new Logger('Workflows');
+  private readonly active = new Set<RunContext>();
+
+  constructor(
+    @Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions,
+    private readonly registry: WorkflowRegistry,
+    private readonly store: WorkflowStore,
+    private readonly queues: WorkflowQueues,
+    private readonly steps: StepWorker,
+  ) {}
+
+  /** Called by a wrapped `@Step()` method: a durable step inside a run, a plain call anywhere else. */
+  callStep(step: RegisteredStep, thisArg: unknown, args: unknown[]): Promise<unknown> {
+    const run = runStorage.getStore();
+    if (!run || stepStorage.getStore()) return Promise.resolve().then(() => step.original.apply(thisArg, args));
+    return this.durableStep(run, step, args);
+  }
+
+  /** Runs (or replays) an execution; called by the workflow worker. */
+  async execute(executionId: string): Promise<RunOutcome> {
+    const o = this.options.workflows;
+    const begun = await this.store.begin(executionId, o.maxRecoveryAttempts);
+    if (begun.kind === 'skip') {
+      this.notifyFinished(begun.execution?.workflowName, executionId);
+      return 'finished';
+    }
+    const { execution } = begun;
+    const workflow = this.registry.find(execution.workflowName);
+    if (!workflow) {
+      await this.store.release(executionId);
+      throw new WorkflowNotFoundError(`workflow "${execution.workflowName}" is not registered in this instance`);
+    }
+    const run: RunContext = {
+      execution,
+      workflow,
+      nextPosition: 0,
+      checkpoints: new Map(begun.checkpoints.map((c) => [c.position, c])),
+      abort: new AbortController(),
+    };
+    this.active.add(run);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const deadline = execution.deadlineAt?.getTime();
+      const body = runStorage.run(run, () => Promise.resolve().then(() => workflow.instance.run(execution.input)));
+      const stopped = new Promise<never>((_, reject) => {
+        run.abort.signal.addEventListener('abort', () => reject(run.stopped ?? new RunStopped('finished')), { once: true });
+        if (deadline !== undefined) {
+          timer = setTimeout(() => stopRun(run, new RunStopped('timed_out')), Math.max(0, deadline - Date.now()));
+        }
+      });
+      body.catch(() => undefined);
+      const result = await Promise.race([body, stopped]);
+      if (run.stopped) throw run.stopped;
+      await this.store.finish(executionId, 'completed', { result: result === undefined ? null : result });
+      return 'finished';
+    } catch (err) {
+      return await this.settleFailure(run, err);
+    } finally {
+      clearTimeout(timer);
+      stopRun(run, new RunStopped('finished'));
+      this.active.delete(run);
+      this.notifyFinished(workflow.name, executionId);
+    }
+  }
+
+  /** Stops every run in this process (graceful shutdown); their executions go back to pending. */
+  abortAll(): void {
+    for (const run of this.active) stopRun(run, new RunStopped('shutdown'));
+  }
+
+  private async settleFailure(run: RunContext, err: unknown): Promise<RunOutcome> {
+    const id = run.execution.executionId;
+    const stop = run.stopped ?? (err instanceof RunStopped ? err : undefined);
+    switch (stop?.reason) {
+      case 'shutdown':
+        await this.store.release(id).catch(() => undefined);
+        return 'released';
+      case 'cancelled':
+      case 'finished':
+        return 'finished';
+      case 'timed_out':
+        await this.store.finish(id, 'timed_out', { error: serializeError(new WorkflowTimeoutError(id)) });
+        return 'finished';
+      case 'nondeterministic':
+        await this.store.finish(id, 'failed', { error: serializeError(stop.error) });
+        return 'finished';
+      case 'infrastructure':
+        // Postgres or Redis stayed unreachable: leave the status alone; the job fails and is recovered later.
+        throw stop.error;
+      default:
+        await this.store.finish(id, 'failed', { error: serializeError(err) });
+        return 'finished';
+    }
+  }
+
+  private notifyFinished(workflowName: string | undefined, executionId: string): void {
+    const workflow = workflowName ? this.registry.find(workflowName) : undefined;
+    if (workflow) this.queues.notify(workflow.queue, workflowJobId(executionId), { kind: 'check' });
+  }
+
+  private async durableStep(run: RunContext, step: RegisteredStep, args: unknown[]): Promise<unknown> {
+    const position = run.nextPosition++;
+    const stored = run.checkpoints.get(position);
+    if (stored) return this.answer(run, step, position, stored);
+    if (run.stopped) throw run.stopped;
+    let checkpoint: StepCheckpoint;
+    try {
+      checkpoint = await this.awaitStep(run, step, position, args);
+    } catch (err) {
+      if (err instanceof RunStopped) throw err;
+      const stop = new RunStopped('infrastructure', err);
+      stopRun(run, stop);
+      throw stop;
+    }
+    return this.answer(run, step, position, checkpoint);
+  }
+
+  /** The stored outcome as the step call's outcome: its result, or its final error thrown again. */
+  private answer(run: RunContext, step: RegisteredStep, position: number, checkpoint: StepCheckpoint): unknown {
+    if (checkpoint.name !== step.name) {
+      const error = new DeterminismError(run.execution.executionId, position, checkpoint.name, step.name);
+      stopRun(run, new RunStopped('nondeterministic', error));
+      throw error;
+    }
+    if (checkpoint.status === 'failed') {
+      throw new StepFailedError(step.name, position, checkpoint.attempts, checkpoint.error ?? { name: 'Error', message: 'unknown error' });
+    }
+    return checkpoint.result;
+  }
+
+  private async awaitStep(run: RunContext, step: RegisteredStep, position: number, args: unknown[]): Promise<StepCheckpoint> {
+    const { execution } = run;
+    const jobId = stepJobId(execution.executionId, position);
+    const queue = this.queues.queue(step.queue);
+    const data: StepJobData = {
+      executionId: execution.executionId,
+      workflowId: execution.workflowId,
+      workflowName: execution.workflowName,
+      owner: step.owner,
+      step: step.name,
+      position,
+      args,
+    };
+    let signal: JobSignal | undefined;
+    let wake: (() => void) | undefined;
+    const unsubscribe = this.queues.wait(step.queue, jobId, (s) => {
+      signal = s;
+      wake?.();
+    });
+    const onAbort = () => wake?.();
+    run.abort.signal.addEventListener('abort', onAbort);
+    try {
+      let added = await this.addStepJob(queue, step, jobId, data);
+      let readds = 0;
+      for (;;) {
+        if (!signal && !run.stopped) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, this.options.workflows.pollIntervalMs);
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          wake = undefined;
+        }
+        if (run.stopped) throw run.stopped;
+        const heard = signal;
+        signal = undefined;
+        if (heard?.kind === 'completed' && isStepJobResult(heard.value)) {
+          if (heard.value.kind === 'checkpoint') return reviveCheckpoint(heard.value.checkpoint);
+        }
+        // Postgres decides whether the step ran; the job only tells whether someone is still on it.
+        const state = await this.store.stepState(execution.executionId, position);
+        if (state.checkpoint) return state.checkpoint;
+        if (state.status === 'cancelled') {
+          const stop = new RunStopped('cancelled', new WorkflowCancelledError(execution.executionId));
+          stopRun(run, stop);
+          throw stop;
+        }
+        if (state.status !== 'running' && state.status !== 'pending') {
+          const stop = new RunStopped(state.status === 'timed_out' ? 'timed_out' : 'finished');
+          stopRun(run, stop);
+          throw stop;
+        }
+        if (!added) {
+          added = await this.addStepJob(queue, step, jobId, data);
+          continue;
+        }
+        const jobState = await queue.getJobState(jobId).catch(() => 'unreachable');
+        if (jobState === 'unreachable' || LIVE_JOB_STATES.has(jobState) || this.steps.isRunningHere(step.queue, jobId)) continue;
+        // The job is gone (Redis flushed, job failed without a checkpoint): add it again, a bounded number of times.
+        if (++readds > this.options.workflows.maxRecoveryAttempts) {
+          const lost = new Error(`the job of step "${step.name}" (#${position}) was lost ${readds - 1} times`);
+          lost.name = 'StepJobLostError';
+          const { checkpoint } = await this.store.checkpoint(execution.executionId, position, step.name, { status: 'failed', error: serializeError(lost) }, 0);
+          return checkpoint;
+        }
+        if (jobState !== 'unknown') await queue.remove(jobId).catch(() => undefined);
+        this.logger.warn(`step job ${jobId} (${step.name}) was ${jobState === 'unknown' ? 'missing' : jobState} without a checkpoint; adding it again`);
+        added = await this.addStepJob(queue, step, jobId, data);
+      }
+    } finally {
+      unsubscribe();
+      run.abort.signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  private async addStepJob(queue: Queue, step: RegisteredStep, jobId: string, data: StepJobData): Promise<boolean> {
+    try {
+      await queue.add(step.name, data, {
+        jobId,
+        attempts: step.attempts,
+        ...(step.backoff === undefined ? {} : { backoff: step.backoff }),
+        removeOnComplete: true,
+        removeOnFail: true,
+      });
+      return true;
+    } catch (err) {
+      // Redis unreachable: the poll loop keeps checking Postgres and adds the job once Redis is back.
+      this.logger.warn(`could not add step job ${jobId}: ${(err as Error).message}`);
+      return false;
+    }
+  }
+}

@@ -1,0 +1,79 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { ResolvedOptions } from '../interfaces/resolved-options';
+import { WorkflowStore } from './storage/workflow.store';
+import { WorkflowRegistry } from './workflow.registry';
+import { workflowJobId, WorkflowQueues } from './workflow-queues';
+
+const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
+const BATCH = 500;
+
+/**
+ * Keeps Postgres and BullMQ in step, on one instance at a time (a Postgres advisory lock): re-enqueues unfinished
+ * executions that have no live workflow job (Redis flushed, job lost), counting each as a recovery so that a
+ * workflow that keeps crashing ends as failed; times out executions past their deadline; deletes expired ones.
+ */
+@Injectable()
+export class WorkflowReconciler {
+  private readonly logger = new Logger('Workflows');
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+
+  constructor(
+    @Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions,
+    private readonly registry: WorkflowRegistry,
+    private readonly store: WorkflowStore,
+    private readonly queues: WorkflowQueues,
+  ) {}
+
+  /** Runs a pass now and then every `recoveryInterval`. */
+  start(): void {
+    this.tick();
+    this.timer = setInterval(() => this.tick(), this.options.workflows.recoveryIntervalMs);
+    this.timer.unref();
+  }
+
+  /** Stops the timer and waits for a pass in progress. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  /** One pass; returns how many executions were re-enqueued (0 when another instance holds the lock). */
+  async reconcile(): Promise<number> {
+    let requeued = 0;
+    await this.store.withReconcilerLock(async () => {
+      const timedOut = await this.store.timeOutExpired();
+      if (timedOut.length > 0) this.logger.warn(`${timedOut.length} execution(s) timed out`);
+      const unfinished = await this.store.unfinished(this.options.workflows.recoveryIntervalMs, BATCH);
+      for (const execution of unfinished) {
+        const workflow = this.registry.find(execution.workflowName);
+        if (!workflow) continue; // another application's workflow
+        const queue = this.queues.queue(workflow.queue);
+        const jobId = workflowJobId(execution.executionId);
+        const state = await queue.getJobState(jobId);
+        if (LIVE_JOB_STATES.has(state)) continue;
+        if (state !== 'unknown') await queue.remove(jobId);
+        if (!(await this.store.countRecovery(execution.executionId, this.options.workflows.maxRecoveryAttempts))) {
+          this.logger.warn(`execution ${execution.executionId} (${workflow.name}) failed: recovery attempts exhausted`);
+          continue;
+        }
+        await queue.add(workflow.name, { executionId: execution.executionId }, { jobId, removeOnComplete: true, removeOnFail: true });
+        requeued++;
+      }
+      if (requeued > 0) this.logger.warn(`re-enqueued ${requeued} unfinished execution(s) that had no live job`);
+      for (const workflow of this.registry.all()) await this.store.deleteExpired(workflow.name, workflow.retentionMs);
+    });
+    return requeued;
+  }
+
+  private tick(): void {
+    if (this.running) return;
+    this.running = this.reconcile()
+      .then(() => undefined, (err: Error) => this.logger.warn(`reconciler pass failed: ${err.message}`))
+      .finally(() => {
+        this.running = undefined;
+      });
+  }
+}

@@ -1,0 +1,79 @@
+import { Injectable } from '@nestjs/common';
+import { WorkflowNotFoundError } from '../errors/workflow-not-found.error';
+import type { StepBackoff, WorkflowIdentity } from './workflow.interfaces';
+
+/** A validated `@Step()` method. */
+export interface RegisteredStep {
+  /** Stored name (checked on replay). */
+  name: string;
+  /** Name of the workflow that declares it. */
+  owner: string;
+  method: string | symbol;
+  /** The undecorated method, called by the step worker. */
+  original: (...args: unknown[]) => unknown;
+  attempts: number;
+  backoff?: StepBackoff;
+  timeoutMs?: number;
+  queue: string;
+}
+
+/** A validated `@Workflow()` provider. */
+export interface RegisteredWorkflow {
+  name: string;
+  type: abstract new (...args: never[]) => unknown;
+  instance: { run(input: unknown): unknown };
+  queue: string;
+  identity: WorkflowIdentity;
+  timeoutMs?: number;
+  retentionMs: number;
+  /** Steps by stored name. */
+  steps: Map<string, RegisteredStep>;
+}
+
+/** Name → workflow (instance and step table), filled once by the explorer at bootstrap. Held by DI, one per module. */
+@Injectable()
+export class WorkflowRegistry {
+  private readonly byName = new Map<string, RegisteredWorkflow>();
+  private readonly byType = new Map<unknown, RegisteredWorkflow>();
+
+  /** Adds a workflow; the explorer has checked names are unique. */
+  add(workflow: RegisteredWorkflow): void {
+    this.byName.set(workflow.name, workflow);
+    this.byType.set(workflow.type, workflow);
+  }
+
+  /** Every registered workflow. */
+  all(): RegisteredWorkflow[] {
+    return [...this.byName.values()];
+  }
+
+  /** True when at least one workflow is registered. */
+  get isEmpty(): boolean {
+    return this.byName.size === 0;
+  }
+
+  /** The workflow by stored name, if registered here. */
+  find(name: string): RegisteredWorkflow | undefined {
+    return this.byName.get(name);
+  }
+
+  /** The workflow by class or stored name; throws WorkflowNotFoundError when it is not registered. */
+  get(workflow: string | (abstract new (...args: never[]) => unknown)): RegisteredWorkflow {
+    const found = typeof workflow === 'string' ? this.byName.get(workflow) : this.byType.get(workflow);
+    if (!found) {
+      const label = typeof workflow === 'string' ? `"${workflow}"` : workflow.name;
+      throw new WorkflowNotFoundError(`workflow ${label} is not registered: decorate it with @Workflow() and add it to a module's providers`);
+    }
+    return found;
+  }
+
+  /** The queues that workflow runs use. */
+  workflowQueues(): string[] {
+    return [...new Set(this.all().map((w) => w.queue))];
+  }
+
+  /** The queues that step jobs use. */
+  stepQueues(): string[] {
+    return [...new Set(this.all().flatMap((w) => [...w.steps.values()].map((s) => s.queue)))];
+  }
+}

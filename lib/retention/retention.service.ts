@@ -1,13 +1,15 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
 import { CleanupReport } from './retention.interfaces';
 import { retentionSql } from './retention.sql';
+import { WorkflowRetentionPolicy } from './workflow-retention.policy';
 
 /**
  * Deletes what retention says may go, in short batches, on one instance at a time (a Postgres advisory
- * lock): expired HTTP and method records and old inbox ids.
+ * lock): expired HTTP and method records, old inbox ids, and finished workflow executions with their steps
+ * (per workflow: `@Workflow({ retention })`, else `retention.queues[queue]`, else `retention.workflows`).
  * Runs every `retention.cleanupInterval` in the background; `cleanup()` runs a pass on demand.
  */
 @Injectable()
@@ -19,6 +21,7 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
   constructor(
     @Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions,
     private readonly connections: IdempotencyConnections,
+    @Optional() private readonly workflows?: WorkflowRetentionPolicy,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -50,6 +53,12 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
         const report: CleanupReport = { records: 0, inbox: 0, workflows: 0 };
         report.records = await this.drain(sql.records, [releasedMs, batchSize], batchSize);
         if (inboxMs !== null) report.inbox = await this.drain(sql.inbox, [inboxMs, batchSize], batchSize);
+        const policies = this.workflows?.policies() ?? [];
+        for (const { name, retentionMs } of policies) {
+          report.workflows += await this.drain(sql.workflows, [name, retentionMs, batchSize], batchSize);
+        }
+        const known = policies.map((p) => p.name);
+        report.workflows += await this.drain(sql.otherWorkflows, [known, this.options.retention.workflowsMs, batchSize], batchSize);
         return report;
       } finally {
         await client.query('SELECT pg_advisory_unlock(hashtext($1))', [sql.lockKey]);

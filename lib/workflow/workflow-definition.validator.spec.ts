@@ -3,7 +3,7 @@ import { checkStepOptions, checkWorkflowOptions } from './workflow-definition.va
 describe('workflow definition validation', () => {
   it('fills in defaults', () => {
     const problems: string[] = [];
-    expect(checkWorkflowOptions({}, 'Orders', problems)).toEqual({ name: 'Orders', queue: 'workflows', identity: 'strict', timeoutMs: undefined, retentionMs: 30 * 86_400_000 });
+    expect(checkWorkflowOptions({}, 'Orders', problems)).toEqual({ name: 'Orders', queue: 'workflows', identity: 'strict', timeoutMs: undefined, retentionMs: undefined });
     expect(checkStepOptions({}, 'charge', 'w', problems)).toEqual({ name: 'charge', attempts: 1, backoff: undefined, timeoutMs: undefined, queue: 'steps' });
     expect(problems).toEqual([]);
   });
@@ -17,7 +17,7 @@ describe('workflow definition validation', () => {
 
   it('reports every invalid option with where it is', () => {
     const problems: string[] = [];
-    checkWorkflowOptions({ name: '', identity: 'nope' as never, retention: 0, extra: 1 } as never, 'W', problems);
+    checkWorkflowOptions({ name: '', identity: 'nope' as never, retention: -1, extra: 1 } as never, 'W', problems);
     checkStepOptions({ attempts: 1.5, backoff: -1, timeout: 'x', queue: 'has space', retries: 2 } as never, 's', '@Step() on W.s', problems);
     expect(problems).toHaveLength(9);
     expect(problems.join('\n')).toMatch(/@Workflow\(\) on W: unknown option "extra"/);

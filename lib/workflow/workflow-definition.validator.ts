@@ -1,5 +1,5 @@
 import { parseDuration } from '../utils/duration';
-import { DEFAULT_RETENTION_MS, DEFAULT_STEP_QUEUE, DEFAULT_WORKFLOW_QUEUE } from './workflow.constants';
+import { DEFAULT_STEP_QUEUE, DEFAULT_WORKFLOW_QUEUE } from './workflow.constants';
 import type { StepBackoff, StepOptions, WorkflowIdentity, WorkflowOptions } from './workflow.interfaces';
 
 const WORKFLOW_KEYS = ['name', 'queue', 'identity', 'timeout', 'retention'];
@@ -13,7 +13,7 @@ export interface CheckedWorkflowOptions {
   queue: string;
   identity: WorkflowIdentity;
   timeoutMs?: number;
-  retentionMs: number;
+  retentionMs?: number;
 }
 
 /** Validated `@Step()` options. */
@@ -43,14 +43,14 @@ function queue(value: unknown, fallback: string, where: string, problems: string
   return value;
 }
 
-function duration(value: unknown, where: string, option: string, problems: string[]): number | undefined {
+function duration(value: unknown, where: string, option: string, problems: string[], { allowZero = false } = {}): number | undefined {
   if (value === undefined) return undefined;
   const parsed = parseDuration(value);
   if (typeof parsed !== 'number') {
     problems.push(`${where}: ${option}: ${parsed.error}`);
     return undefined;
   }
-  if (parsed <= 0) {
+  if (parsed < 0 || (parsed === 0 && !allowZero)) {
     problems.push(`${where}: ${option} must be greater than zero`);
     return undefined;
   }
@@ -77,7 +77,7 @@ export function checkWorkflowOptions(options: WorkflowOptions, className: string
     queue: queue(options.queue, DEFAULT_WORKFLOW_QUEUE, where, problems),
     identity,
     timeoutMs: duration(options.timeout, where, 'timeout', problems),
-    retentionMs: duration(options.retention, where, 'retention', problems) ?? DEFAULT_RETENTION_MS,
+    retentionMs: duration(options.retention, where, 'retention', problems, { allowZero: true }),
   };
 }
 

@@ -8,5 +8,3 @@ export const STEP_METHODS_METADATA = 'nestjs-idempotency:step-methods';
 export const DEFAULT_WORKFLOW_QUEUE = 'workflows';
 /** Default queue of step jobs. */
 export const DEFAULT_STEP_QUEUE = 'steps';
-/** Default retention of finished executions: 30 days. */
-export const DEFAULT_RETENTION_MS = 30 * 86_400_000;

@@ -16,6 +16,7 @@ import { WorkflowStore } from './storage/workflow.store';
 import type { StepCheckpoint } from './workflow.interfaces';
 import { RegisteredStep, WorkflowRegistry } from './workflow.registry';
 import { JobSignal, stepJobId, workflowJobId, WorkflowQueues } from './workflow-queues';
+import { RegisteredWorkflowRetention } from './workflow-retention';
 
 /** How an execution's run ended in this process. */
 export type RunOutcome = 'finished' | 'released';
@@ -39,6 +40,7 @@ export class WorkflowExecutor {
     private readonly store: WorkflowStore,
     private readonly queues: WorkflowQueues,
     private readonly steps: StepWorker,
+    private readonly retention: RegisteredWorkflowRetention,
   ) {}
 
   /** Called by a wrapped `@Step()` method: a durable step inside a run, a plain call anywhere else. */
@@ -92,6 +94,7 @@ export class WorkflowExecutor {
       stopRun(run, new RunStopped('finished'));
       this.active.delete(run);
       this.notifyFinished(workflow.name, executionId);
+      if (this.retention.retentionOf(workflow) === 0) await this.dropFinished(executionId);
     }
   }
 
@@ -123,6 +126,13 @@ export class WorkflowExecutor {
         await this.store.finish(id, 'failed', { error: serializeError(err) });
         return 'finished';
     }
+  }
+
+  /** Retention "0": a finished execution goes at once (an execution handed back to pending stays). */
+  private async dropFinished(executionId: string): Promise<void> {
+    await this.store.deleteFinished(executionId).catch((err: Error) => {
+      this.logger.warn(`could not remove finished execution ${executionId} (retention 0); cleanup will: ${err.message}`);
+    });
   }
 
   private notifyFinished(workflowName: string | undefined, executionId: string): void {

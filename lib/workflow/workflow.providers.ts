@@ -13,6 +13,8 @@ import { WorkflowQueues } from './workflow-queues';
 import { WorkflowReconciler } from './workflow.reconciler';
 import { WorkflowRegistry } from './workflow.registry';
 import { WorkflowWorker } from './workflow-worker';
+import { RegisteredWorkflowRetention } from './workflow-retention';
+import { WorkflowRetentionPolicy } from '../retention/workflow-retention.policy';
 
 /** The durable-workflow providers: discovery, registry, store, queues, executor, workers, reconciler and client. */
 export const workflowProviders: Provider[] = [
@@ -25,6 +27,8 @@ export const workflowProviders: Provider[] = [
   },
   WorkflowQueues,
   StepWorker,
+  RegisteredWorkflowRetention,
+  { provide: WorkflowRetentionPolicy, useExisting: RegisteredWorkflowRetention },
   WorkflowExecutor,
   WorkflowWorker,
   WorkflowReconciler,

@@ -63,7 +63,6 @@ export class WorkflowReconciler {
         requeued++;
       }
       if (requeued > 0) this.logger.warn(`re-enqueued ${requeued} unfinished execution(s) that had no live job`);
-      for (const workflow of this.registry.all()) await this.store.deleteExpired(workflow.name, workflow.retentionMs);
     });
     return requeued;
   }

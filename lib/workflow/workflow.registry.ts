@@ -25,7 +25,8 @@ export interface RegisteredWorkflow {
   queue: string;
   identity: WorkflowIdentity;
   timeoutMs?: number;
-  retentionMs: number;
+  /** Set only by `@Workflow({ retention })`; otherwise module retention options decide. */
+  retentionMs?: number;
   /** Steps by stored name. */
   steps: Map<string, RegisteredStep>;
 }

@@ -223,12 +223,8 @@ export class PostgresWorkflowStore extends WorkflowStore {
     return (await this.query<{ id: string }>({ ...this.sql.timeOutExpired, values: [] })).map((r) => r.id);
   }
 
-  async deleteExpired(workflowName: string, retentionMs: number): Promise<number> {
-    const { rowCount } = await retryTransient(
-      () => this.connection.pool.query({ ...this.sql.deleteExpired, values: [workflowName, retentionMs] }),
-      this.retryForMs,
-    );
-    return rowCount ?? 0;
+  async deleteFinished(executionId: string): Promise<void> {
+    await this.query({ ...this.sql.deleteFinished, values: [executionId] });
   }
 
   async withReconcilerLock(work: () => Promise<void>): Promise<boolean> {

@@ -90,9 +90,8 @@ const STATEMENTS = (e: string, s: string) => {
              error = jsonb_build_object('name', 'WorkflowTimeoutError', 'message', 'the workflow did not finish before its timeout')
        WHERE status IN ('pending', 'running') AND deadline_at < now()
       RETURNING id`,
-    deleteExpired: `
-      DELETE FROM ${e} WHERE id IN (
-        SELECT id FROM ${e} WHERE workflow_name = $1 AND completed_at IS NOT NULL AND completed_at < now() - ($2::bigint * interval '1 millisecond') LIMIT 1000)`,
+    deleteFinished: `
+      DELETE FROM ${e} WHERE id = $1 AND status IN ('completed', 'failed', 'cancelled', 'timed_out')`,
   };
 };
 

@@ -69,7 +69,7 @@ export abstract class WorkflowStore {
   /** Ends unfinished executions past their deadline as timed_out; returns their ids. */
   abstract timeOutExpired(): Promise<string[]>;
   /** Deletes finished executions of a workflow older than `retentionMs`; returns how many. */
-  abstract deleteExpired(workflowName: string, retentionMs: number): Promise<number>;
+  abstract deleteFinished(executionId: string): Promise<void>;
   /** Runs `work` when this instance holds the cluster-wide reconciler lock; returns false when another instance holds it. */
   abstract withReconcilerLock(work: () => Promise<void>): Promise<boolean>;
 }

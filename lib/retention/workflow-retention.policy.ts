@@ -1,0 +1,10 @@
+/** Retention of one workflow's finished executions. */
+export interface WorkflowRetention {
+  name: string;
+  retentionMs: number;
+}
+
+/** Says how long each known workflow's executions are kept; provided by the workflow engine. */
+export abstract class WorkflowRetentionPolicy {
+  abstract policies(): WorkflowRetention[];
+}

@@ -200,6 +200,60 @@ async function runWebhookScript(app) {
   check(count === 1, `expected the event to be recorded once, got ${count}`);
 }
 
+/** Demo settings for the order workflow: slow steps (so one can be interrupted) and quick crash recovery. */
+const WORKFLOW_DEMO_ENV = {
+  ORDER_STEP_DELAY_MS: '1500',
+  WORKFLOWS_LOCK_DURATION: '3s',
+  WORKFLOWS_STALLED_INTERVAL: '1s',
+  WORKFLOWS_RECOVERY_INTERVAL: '2s',
+  WORKFLOWS_POLL_INTERVAL: '500ms',
+};
+
+async function orderState(app, orderId) {
+  const res = await fetch(`${app.base}/orders/${orderId}`);
+  check(res.ok, `GET /orders/${orderId} answered ${res.status}`);
+  return res.json();
+}
+
+async function pollOrder(app, orderId, until, what, timeoutMs = 60000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const state = await orderState(app, orderId);
+    if (until(state)) return state;
+    check(Date.now() < deadline, `timed out waiting for ${what}; last state: ${JSON.stringify(state.execution.status)} ${JSON.stringify(state.stepRuns)}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** 7. An order workflow whose worker is killed with SIGKILL mid-step completes after a restart; completed steps ran once. */
+async function runWorkflowScript(app, env) {
+  out();
+  out('7) An order runs as a durable workflow (charge → reserve-stock → send-confirmation); its worker is killed mid-step');
+  const orderId = `demo-${randomUUID().slice(0, 8)}`;
+  const res = await fetch(`${app.base}/orders`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'Idempotency-Key': newKey('order') },
+    body: JSON.stringify({ orderId, amount: 4200, sku: 'BOOK-1', quantity: 1 }),
+  });
+  const started = await res.json();
+  out(`    POST /orders → ${res.status}, workflow ${started.workflowId}, execution ${started.executionId}`);
+  check(res.status === 202, `expected 202 for the order, got ${res.status}: ${JSON.stringify(started)}`);
+  await pollOrder(app, orderId, (s) => (s.stepRuns['reserve-stock'] ?? 0) >= 1, 'the second step to start');
+  out(`    charge completed, reserve-stock running → SIGKILL the app and its worker (pid ${app.child.pid})`);
+  await stop(app.child, 'SIGKILL');
+  const restarted = await startApp(env);
+  await waitForApp(restarted);
+  out(`    restarted the app (pid ${restarted.child.pid}); the workflow resumes from its last checkpoint`);
+  const done = await pollOrder(restarted, orderId, (s) => s.execution.status === 'completed', 'the order to complete');
+  out(`    status: ${done.execution.status}; result: ${JSON.stringify(done.execution.result)}`);
+  for (const step of done.steps) out(`    step ${step.position} ${step.name.padEnd(18)} checkpointed; its body ran ${done.stepRuns[step.name] ?? 0}×`);
+  check(done.stepRuns.charge === 1, `charge completed before the crash and must not run again (ran ${done.stepRuns.charge}×)`);
+  check(done.stepRuns['send-confirmation'] === 1, `send-confirmation ran ${done.stepRuns['send-confirmation']}×`);
+  check(done.steps.length === 3, `expected 3 checkpoints, got ${done.steps.length}`);
+  out('    the interrupted step ran again (at-least-once); it passes its idempotency key downstream, so its effect is recorded once');
+  return restarted;
+}
+
 async function main() {
   let services;
   let app;
@@ -217,10 +271,12 @@ async function main() {
   try {
     services = await ensureServices('demo');
     if (interrupted) return;
-    app = await startApp(services.env);
+    const env = { ...services.env, ...WORKFLOW_DEMO_ENV };
+    app = await startApp(env);
     await waitForApp(app);
     await runScript(app);
     await runWebhookScript(app);
+    app = await runWorkflowScript(app, env);
     out();
     out('Demo finished: every step behaved as expected.');
   } catch (err) {

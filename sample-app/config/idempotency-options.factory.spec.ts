@@ -19,7 +19,7 @@ describe('idempotencyOptionsFromEnv', () => {
 
   it('needs only DATABASE_URL: Postgres alone, migrations on, library defaults elsewhere', () => {
     const options = idempotencyOptionsFromEnv(config({ DATABASE_URL: 'postgres://u@h/db' }));
-    expect(options).toEqual({ postgres: { url: 'postgres://u@h/db' }, redis: false, migrationsRun: true, http: {}, retention: {} });
+    expect(options).toEqual({ postgres: { url: 'postgres://u@h/db' }, redis: false, migrationsRun: true, http: {}, workflows: {}, retention: {} });
     const resolved = resolveOptions(options);
     expect(resolved.http.ttlMs).toBe(86_400_000);
     expect(resolved.retention.inboxMs).toBeNull();
@@ -35,6 +35,9 @@ describe('idempotencyOptionsFromEnv', () => {
       IDEMPOTENCY_FAIL_OPEN: 'false', IDEMPOTENCY_WAIT: '5s', IDEMPOTENCY_SCOPE_HEADER: 'X-Tenant',
       RETENTION_DEFAULT: '3d', RETENTION_WORKFLOWS: '14d', RETENTION_QUEUES: 'payments=30d, ephemeral=0', RETENTION_INBOX: '90d',
       RETENTION_CLEANUP_INTERVAL: '15m', RETENTION_BATCH_SIZE: '500',
+      WORKFLOWS_QUEUE_PREFIX: '{orders}', WORKFLOWS_CONCURRENCY: '4', WORKFLOWS_WORKFLOW_CONCURRENCY: '40', WORKFLOWS_RECOVERY_INTERVAL: '10s',
+      WORKFLOWS_MAX_RECOVERY_ATTEMPTS: '3', WORKFLOWS_STALLED_INTERVAL: '5s', WORKFLOWS_LOCK_DURATION: '20s', WORKFLOWS_POLL_INTERVAL: '2s',
+      WORKFLOWS_WORKERS: 'false',
     }));
     const r = resolveOptions(options);
     expect(r.postgres).toEqual({ kind: 'url', url: 'postgres://u@h/db', schema: 'idem', poolSize: 20 });
@@ -45,6 +48,10 @@ describe('idempotencyOptionsFromEnv', () => {
       replayHeaders: ['X-Trace'], ignoreBodyFields: ['meta.sentAt', 'nonce'], failOpen: false, waitMs: 5000,
     });
     expect(r.http.scope?.({ method: 'POST', url: '/', headers: { 'x-tenant': 't-1' } })).toBe('t-1');
+    expect(r.workflows).toEqual({
+      queuePrefix: '{orders}', concurrency: 4, workflowConcurrency: 40, recoveryIntervalMs: 10_000, maxRecoveryAttempts: 3,
+      stalledIntervalMs: 5000, lockDurationMs: 20_000, pollIntervalMs: 2000, workers: false,
+    });
     expect(r.retention).toEqual({
       releasedMs: 3 * 86_400_000, workflowsMs: 14 * 86_400_000, queuesMs: { payments: 30 * 86_400_000, ephemeral: 0 },
       inboxMs: 90 * 86_400_000, intervalMs: 900_000, batchSize: 500,

@@ -56,6 +56,17 @@ export function idempotencyOptionsFromEnv(config: ConfigService): IdempotencyMod
       wait: durationOrFalse(env('IDEMPOTENCY_WAIT')),
       scope: scopeHeader ? (request: IdempotencyRequest) => request.headers[scopeHeader] as string | undefined : undefined,
     }),
+    workflows: compact({
+      queuePrefix: env('WORKFLOWS_QUEUE_PREFIX'),
+      concurrency: int(env('WORKFLOWS_CONCURRENCY')),
+      workflowConcurrency: int(env('WORKFLOWS_WORKFLOW_CONCURRENCY')),
+      recoveryInterval: env('WORKFLOWS_RECOVERY_INTERVAL'),
+      maxRecoveryAttempts: int(env('WORKFLOWS_MAX_RECOVERY_ATTEMPTS')),
+      stalledInterval: env('WORKFLOWS_STALLED_INTERVAL'),
+      lockDuration: env('WORKFLOWS_LOCK_DURATION'),
+      pollInterval: env('WORKFLOWS_POLL_INTERVAL'),
+      workers: bool(env('WORKFLOWS_WORKERS')),
+    }),
     retention: compact({
       default: env('RETENTION_DEFAULT'),
       workflows: env('RETENTION_WORKFLOWS'),

@@ -179,9 +179,10 @@ describe('steps', () => {
     const queue = new Queue('steps', { connection: { url: s.redisUrl }, prefix: s.prefix });
     try {
       const data = { executionId: handle.executionId, workflowId: handle.workflowId, workflowName: 'shapes', owner: 'shapes', step: 'echo', position: 0, args: ['x', 0] };
-      const job = await queue.add('echo', data, { jobId: `${handle.executionId}-0` });
+      // Listen before adding: the worker may finish the job before a later listener would hear of it.
       const events = new QueueEvents('steps', { connection: { url: s.redisUrl }, prefix: s.prefix });
       await events.waitUntilReady();
+      const job = await queue.add('echo', data, { jobId: `${handle.executionId}-0` });
       const value = (await job.waitUntilFinished(events, 20_000)) as { kind: string; checkpoint: { result: unknown } };
       await events.close();
       expect(value).toMatchObject({ kind: 'checkpoint', checkpoint: { result: 'x' } });

@@ -19,7 +19,8 @@ async function main() {
   const services = await ensureServices(`test-${process.pid}`, { ephemeral: true });
   const env = { ...process.env, ...services.env };
   try {
-    run('jest (NestJS 11)', npx, ['jest', ...process.argv.slice(2)], { env });
+    // --forceExit: a BullMQ or ioredis handle left by a failing test must not hang CI; Jest still reports it.
+    run('jest (NestJS 11)', npx, ['jest', '--forceExit', ...process.argv.slice(2)], { env });
     const compat = path.join(ROOT, 'compat', 'nest12');
     run('install NestJS 12 for the compatibility suite', 'npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: compat, env });
     run('build for NestJS 12', npx, ['tsc', '-p', path.join('compat', 'nest12', 'tsconfig.json')], { env });

@@ -12,6 +12,8 @@ import { RegisteredWorkflow, WorkflowRegistry } from './workflow.registry';
 import { WorkflowHandle } from './workflow-handle';
 import { inputHash, resolveWorkflowId } from './workflow-identity';
 import { stepJobId, workflowJobId, WorkflowQueues } from './workflow-queues';
+import { WorkflowStartCache } from './workflow-start.cache';
+import { RegisteredWorkflowRetention } from './workflow-retention';
 
 /** A workflow class: an injectable with `run(input)`. */
 export type WorkflowClass<W extends { run(input: never): unknown } = { run(input: never): unknown }> = abstract new (...args: never[]) => W;
@@ -29,6 +31,8 @@ export class WorkflowClient {
     private readonly registry: WorkflowRegistry,
     private readonly store: WorkflowStore,
     private readonly queues: WorkflowQueues,
+    private readonly startCache: WorkflowStartCache,
+    private readonly retention: RegisteredWorkflowRetention,
   ) {}
 
   /**
@@ -49,6 +53,10 @@ export class WorkflowClient {
     const canonical = canonicalJson(input);
     const hash = inputHash(registered.name, canonical);
     const workflowId = resolveWorkflowId(registered.name, registered.identity, hash, options.workflowId);
+    const cached = options.onConflict === 'error' ? undefined : await this.startCache.completed(workflowId);
+    if (cached && cached.execution.workflowName === registered.name && cached.inputHash === hash) {
+      return this.handle<ResultOf<W>>(registered, cached.execution);
+    }
     const { inserted, execution } = await this.store.insert({
       executionId: uuidv7(),
       workflowId,
@@ -64,6 +72,7 @@ export class WorkflowClient {
       }
       if (stored.inputHash !== hash) throw new WorkflowConflictError(workflowId, execution.executionId, 'with a different input');
       if (options.onConflict === 'error') throw new WorkflowExistsError(workflowId, execution.executionId, execution.status);
+      await this.startCache.remember(execution, hash, this.retention.retentionOf(registered));
       return this.handle<ResultOf<W>>(registered, execution);
     }
     await this.enqueue(registered, execution.executionId);

@@ -13,6 +13,7 @@ import { WorkflowQueues } from './workflow-queues';
 import { WorkflowReconciler } from './workflow.reconciler';
 import { WorkflowRegistry } from './workflow.registry';
 import { WorkflowWorker } from './workflow-worker';
+import { WorkflowStartCache } from './workflow-start.cache';
 import { RegisteredWorkflowRetention } from './workflow-retention';
 import { WorkflowRetentionPolicy } from '../retention/workflow-retention.policy';
 
@@ -34,6 +35,7 @@ export const workflowProviders: Provider[] = [
   WorkflowReconciler,
   WorkflowExplorer,
   WorkflowOrchestrator,
+  WorkflowStartCache,
   WorkflowClient,
   StepContextAccessor,
 ];

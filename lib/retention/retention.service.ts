@@ -54,11 +54,12 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
         report.records = await this.drain(sql.records, [releasedMs, batchSize], batchSize);
         if (inboxMs !== null) report.inbox = await this.drain(sql.inbox, [inboxMs, batchSize], batchSize);
         const policies = this.workflows?.policies() ?? [];
+        const forget = (rows: { workflow_id: string }[]) => this.workflows?.forget(rows.map((r) => r.workflow_id));
         for (const { name, retentionMs } of policies) {
-          report.workflows += await this.drain(sql.workflows, [name, retentionMs, batchSize], batchSize);
+          report.workflows += await this.drain(sql.workflows, [name, retentionMs, batchSize], batchSize, forget);
         }
         const known = policies.map((p) => p.name);
-        report.workflows += await this.drain(sql.otherWorkflows, [known, this.options.retention.workflowsMs, batchSize], batchSize);
+        report.workflows += await this.drain(sql.otherWorkflows, [known, this.options.retention.workflowsMs, batchSize], batchSize, forget);
         return report;
       } finally {
         await client.query('SELECT pg_advisory_unlock(hashtext($1))', [sql.lockKey]);
@@ -69,11 +70,17 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
   }
 
   /** Repeats one batched delete until a batch comes back short; each batch commits on its own. */
-  private async drain(text: string, values: unknown[], batchSize: number): Promise<number> {
+  private async drain<R extends object>(
+    text: string,
+    values: unknown[],
+    batchSize: number,
+    onDeleted?: (rows: R[]) => Promise<void> | undefined,
+  ): Promise<number> {
     let total = 0;
     for (;;) {
-      const { rowCount } = await this.connections.pool.query(text, values);
+      const { rowCount, rows } = await this.connections.pool.query<R>(text, values);
       total += rowCount ?? 0;
+      if (onDeleted && rows.length > 0) await onDeleted(rows);
       if ((rowCount ?? 0) < batchSize) return total;
       await new Promise((resolve) => setImmediate(resolve));
     }

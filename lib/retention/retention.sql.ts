@@ -28,10 +28,12 @@ export function retentionSql(schema: string) {
         SELECT consumer, message_id FROM ${t('inbox_messages')} WHERE processed_at < now() - ${ms('$1')} LIMIT $2 FOR UPDATE SKIP LOCKED)`,
     workflows: `
       DELETE FROM ${t('workflow_executions')} WHERE ${named} AND id IN (
-        SELECT id FROM ${t('workflow_executions')} WHERE ${named} LIMIT $3 FOR UPDATE SKIP LOCKED)`,
+        SELECT id FROM ${t('workflow_executions')} WHERE ${named} LIMIT $3 FOR UPDATE SKIP LOCKED)
+      RETURNING workflow_id`,
     otherWorkflows: `
       DELETE FROM ${t('workflow_executions')} WHERE ${others} AND id IN (
-        SELECT id FROM ${t('workflow_executions')} WHERE ${others} LIMIT $3 FOR UPDATE SKIP LOCKED)`,
+        SELECT id FROM ${t('workflow_executions')} WHERE ${others} LIMIT $3 FOR UPDATE SKIP LOCKED)
+      RETURNING workflow_id`,
     lockKey: `nestjs-idempotency:retention:${schema}`,
   };
 }

@@ -3,6 +3,7 @@ import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { WorkflowRetention, WorkflowRetentionPolicy } from '../retention/workflow-retention.policy';
 import { RegisteredWorkflow, WorkflowRegistry } from './workflow.registry';
+import { WorkflowStartCache } from './workflow-start.cache';
 
 /**
  * How long each registered workflow's finished executions are kept: its own `@Workflow({ retention })`,
@@ -13,8 +14,13 @@ export class RegisteredWorkflowRetention extends WorkflowRetentionPolicy {
   constructor(
     @Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions,
     private readonly registry: WorkflowRegistry,
+    private readonly startCache: WorkflowStartCache,
   ) {
     super();
+  }
+
+  forget(workflowIds: string[]): Promise<void> {
+    return this.startCache.forget(workflowIds);
   }
 
   policies(): WorkflowRetention[] {

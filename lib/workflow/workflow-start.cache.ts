@@ -58,6 +58,13 @@ export class WorkflowStartCache {
     await this.breaker.run(() => redis.set(this.key(execution.workflowId), JSON.stringify(value), 'PX', Math.floor(ttl)), null);
   }
 
+  /** Drops the cached executions of these workflow ids (cleanup removed them from Postgres). */
+  async forget(workflowIds: string[]): Promise<void> {
+    const redis = this.connections.redis;
+    if (!this.breaker || !redis || workflowIds.length === 0) return;
+    await this.breaker.run(() => Promise.all(workflowIds.map((id) => redis.del(this.key(id)))), []);
+  }
+
   private key(workflowId: string): string {
     return `${this.connections.redisKeyPrefix}:wf-start:{${workflowId}}`;
   }

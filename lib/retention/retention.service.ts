@@ -3,6 +3,7 @@ import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
 import { CleanupReport } from './retention.interfaces';
+import { withClient } from '../storage/postgres/checkout';
 import { retentionSql } from './retention.sql';
 import { WorkflowRetentionPolicy } from './workflow-retention.policy';
 
@@ -44,8 +45,7 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
   /** One cleanup pass; `null` when another instance is running one right now. */
   async cleanup(): Promise<CleanupReport | null> {
     const sql = retentionSql(this.connections.schema);
-    const client = await this.connections.pool.connect();
-    try {
+    return withClient(this.connections.pool, async (client) => {
       const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [sql.lockKey]);
       if (!rows[0].locked) return null;
       try {
@@ -62,11 +62,9 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
         report.workflows += await this.drain(sql.otherWorkflows, [known, this.options.retention.workflowsMs, batchSize], batchSize, forget);
         return report;
       } finally {
-        await client.query('SELECT pg_advisory_unlock(hashtext($1))', [sql.lockKey]);
+        await client.query('SELECT pg_advisory_unlock(hashtext($1))', [sql.lockKey]).catch(() => undefined);
       }
-    } finally {
-      client.release();
-    }
+    });
   }
 
   /** Repeats one batched delete until a batch comes back short; each batch commits on its own. */

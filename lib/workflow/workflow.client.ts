@@ -57,14 +57,17 @@ export class WorkflowClient {
     if (cached && cached.execution.workflowName === registered.name && cached.inputHash === hash) {
       return this.handle<ResultOf<W>>(registered, cached.execution);
     }
-    const { inserted, execution } = await this.store.insert({
-      executionId: uuidv7(),
+    const executionId = uuidv7();
+    const { inserted: insertedNow, execution } = await this.store.insert({
+      executionId,
       workflowId,
       workflowName: registered.name,
       input: JSON.parse(canonical) as unknown,
       inputHash: hash,
       timeoutMs: registered.timeoutMs,
     });
+    // A retried insert whose first attempt committed (the reply was lost) reads back its own row.
+    const inserted = insertedNow || execution.executionId === executionId;
     if (!inserted) {
       const stored = execution;
       if (stored.workflowName !== registered.name) {

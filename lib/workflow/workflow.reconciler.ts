@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
-import { WorkflowStore } from './storage/workflow.store';
+import { UnfinishedExecution, WorkflowStore } from './storage/workflow.store';
 import { WorkflowRegistry } from './workflow.registry';
 import { workflowJobId, WorkflowQueues } from './workflow-queues';
 
@@ -46,24 +46,36 @@ export class WorkflowReconciler {
     await this.store.withReconcilerLock(async () => {
       const timedOut = await this.store.timeOutExpired();
       if (timedOut.length > 0) this.logger.warn(`${timedOut.length} execution(s) timed out`);
-      const unfinished = await this.store.unfinished(this.options.workflows.recoveryIntervalMs, BATCH);
-      for (const execution of unfinished) {
-        const workflow = this.registry.find(execution.workflowName);
-        if (!workflow) continue; // another application's workflow
-        const queue = this.queues.queue(workflow.queue);
-        const jobId = workflowJobId(execution.executionId);
-        const state = await queue.getJobState(jobId);
-        if (LIVE_JOB_STATES.has(state)) continue;
-        if (state !== 'unknown') await queue.remove(jobId);
-        if (!(await this.store.countRecovery(execution.executionId, this.options.workflows.maxRecoveryAttempts))) {
-          this.logger.warn(`execution ${execution.executionId} (${workflow.name}) failed: recovery attempts exhausted`);
-          continue;
-        }
-        await queue.add(workflow.name, { executionId: execution.executionId }, { jobId, removeOnComplete: true, removeOnFail: true });
-        requeued++;
+      // Every unfinished execution is looked at on each pass (a keyset scan in batches), so many long-running
+      // ones with live jobs never hide a newer one whose job was lost.
+      for (let after: UnfinishedExecution | undefined, batch: UnfinishedExecution[] = []; ; after = batch[batch.length - 1]) {
+        batch = await this.store.unfinished(this.options.workflows.recoveryIntervalMs, BATCH, after);
+        requeued += await this.requeueLost(batch);
+        if (batch.length < BATCH) break;
       }
       if (requeued > 0) this.logger.warn(`re-enqueued ${requeued} unfinished execution(s) that had no live job`);
     });
+    return requeued;
+  }
+
+  /** Re-enqueues the executions of a batch that have no live workflow job; returns how many. */
+  private async requeueLost(unfinished: UnfinishedExecution[]): Promise<number> {
+    let requeued = 0;
+    for (const execution of unfinished) {
+      const workflow = this.registry.find(execution.workflowName);
+      if (!workflow) continue; // another application's workflow
+      const queue = this.queues.queue(workflow.queue);
+      const jobId = workflowJobId(execution.executionId);
+      const state = await queue.getJobState(jobId);
+      if (LIVE_JOB_STATES.has(state)) continue;
+      if (state !== 'unknown') await queue.remove(jobId);
+      if (!(await this.store.countRecovery(execution.executionId, this.options.workflows.maxRecoveryAttempts))) {
+        this.logger.warn(`execution ${execution.executionId} (${workflow.name}) failed: recovery attempts exhausted`);
+        continue;
+      }
+      await queue.add(workflow.name, { executionId: execution.executionId }, { jobId, removeOnComplete: true, removeOnFail: true });
+      requeued++;
+    }
     return requeued;
   }
 

@@ -34,6 +34,41 @@ class PricedWorkflow {
   }
 }
 
+const handledFlags = { flakyFails: true, gateFails: true };
+const handledRuns: string[] = [];
+
+@Workflow({ name: 'handled' })
+class HandledWorkflow {
+  async run(_input: { n: number }): Promise<string> {
+    let r: string;
+    try {
+      r = await this.flaky();
+    } catch {
+      r = await this.fallback();
+    }
+    await this.gate();
+    return r;
+  }
+
+  @Step()
+  flaky(): Promise<string> {
+    handledRuns.push('flaky');
+    return handledFlags.flakyFails ? Promise.reject(new Error('flaky down')) : Promise.resolve('flaky-ok');
+  }
+
+  @Step()
+  fallback(): Promise<string> {
+    handledRuns.push('fallback');
+    return Promise.resolve('fallback');
+  }
+
+  @Step()
+  gate(): Promise<void> {
+    handledRuns.push('gate');
+    return handledFlags.gateFails ? Promise.reject(new Error('gate down')) : Promise.resolve();
+  }
+}
+
 // SEMANTICS §2 lines 31–32.
 describe('control: cancel, resume, list, inspect', () => {
   const s = scenario();
@@ -41,7 +76,7 @@ describe('control: cancel, resume, list, inspect', () => {
   let client: WorkflowClient;
 
   beforeAll(async () => {
-    ({ app, client } = await bootWorkflowApp(s, [GatedWorkflow, PricedWorkflow, PricingService]));
+    ({ app, client } = await bootWorkflowApp(s, [GatedWorkflow, PricedWorkflow, PricingService, HandledWorkflow]));
   });
   afterAll(async () => {
     await app.close();
@@ -71,6 +106,19 @@ describe('control: cancel, resume, list, inspect', () => {
     expect(await runs(id, 'first')).toBe(1);
     expect(await runs(id, 'held')).toBe(1);
     expect(await runs(id, 'last')).toBe(1);
+  });
+
+  it('31: resume retries only the failure that ended the execution; a failure the workflow caught stays history', async () => {
+    const handle = await client.start(HandledWorkflow, { n: 1 }, { workflowId: `handled-${randomUUID().slice(0, 6)}` });
+    await expect(handle.result({ timeout: '20s' })).rejects.toThrow();
+    expect((await client.steps(handle.executionId)).map((c) => `${c.name}:${c.status}`)).toEqual(['flaky:failed', 'fallback:completed', 'gate:failed']);
+    handledFlags.flakyFails = false; // would change the branch if flaky ran again
+    handledFlags.gateFails = false;
+    handledRuns.length = 0;
+    const resumed = await client.resume<string>(handle.workflowId);
+    expect(await resumed.result({ timeout: '20s' })).toBe('fallback');
+    expect(handledRuns).toEqual(['gate']);
+    expect((await client.steps(handle.executionId)).map((c) => `${c.name}:${c.status}`)).toEqual(['flaky:failed', 'fallback:completed', 'gate:completed']);
   });
 
   it('31: resume of a failed execution retries the failed step and keeps completed ones', async () => {

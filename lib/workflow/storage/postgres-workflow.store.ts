@@ -4,6 +4,7 @@ import type { ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowS
 import { retryTransient } from './transient';
 import { BeginOutcome, NewExecution, StepOutcome, UnfinishedExecution, WorkflowStore } from './workflow.store';
 import { WorkflowSql, workflowSql } from './workflow.sql';
+import { withClient } from '../../storage/postgres/checkout';
 
 /** How many times an insert is retried when it lost a race against a row its snapshot could not see yet. */
 const RACE_RETRIES = 5;
@@ -164,8 +165,7 @@ export class PostgresWorkflowStore extends WorkflowStore {
   }
 
   async resume(executionId: string): Promise<{ execution: WorkflowExecution; retried: StepCheckpoint[] } | null> {
-    return retryTransient(async () => {
-      const client = await this.connection.pool.connect();
+    return retryTransient(() => withClient(this.connection.pool, async (client) => {
       try {
         await client.query('BEGIN');
         const updated = await client.query<ExecutionRow>({ ...this.sql.resume, values: [executionId] });
@@ -179,10 +179,8 @@ export class PostgresWorkflowStore extends WorkflowStore {
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
         throw err;
-      } finally {
-        client.release();
       }
-    }, this.retryForMs);
+    }), this.retryForMs);
   }
 
   async list(options: ListWorkflowsOptions & { workflow?: string }): Promise<WorkflowExecution[]> {
@@ -206,9 +204,12 @@ export class PostgresWorkflowStore extends WorkflowStore {
     return (await this.query<StepRow>({ ...this.sql.steps, values: [executionId] })).map(toCheckpoint);
   }
 
-  async unfinished(idleMs: number, limit: number): Promise<UnfinishedExecution[]> {
-    const rows = await this.query<{ id: string; workflow_name: string; status: WorkflowStatus }>({ ...this.sql.unfinished, values: [idleMs, limit] });
-    return rows.map((r) => ({ executionId: r.id, workflowName: r.workflow_name, status: r.status }));
+  async unfinished(idleMs: number, limit: number, after?: UnfinishedExecution): Promise<UnfinishedExecution[]> {
+    const rows = await this.query<{ id: string; workflow_name: string; status: WorkflowStatus; cursor: string }>({
+      ...this.sql.unfinished,
+      values: [idleMs, limit, after?.cursor ?? null, after?.executionId ?? null],
+    });
+    return rows.map((r) => ({ executionId: r.id, workflowName: r.workflow_name, status: r.status, cursor: r.cursor }));
   }
 
   async countRecovery(executionId: string, maxRecoveries: number): Promise<boolean> {
@@ -228,18 +229,16 @@ export class PostgresWorkflowStore extends WorkflowStore {
   }
 
   async withReconcilerLock(work: () => Promise<void>): Promise<boolean> {
-    const client = await this.connection.pool.connect();
-    let locked = false;
-    try {
+    return withClient(this.connection.pool, async (client) => {
       const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [this.sql.lockKey]);
-      locked = rows[0].locked;
-      if (!locked) return false;
-      await work();
-      return true;
-    } finally {
-      if (locked) await client.query('SELECT pg_advisory_unlock(hashtext($1))', [this.sql.lockKey]).catch(() => undefined);
-      client.release();
-    }
+      if (!rows[0].locked) return false;
+      try {
+        await work();
+        return true;
+      } finally {
+        await client.query('SELECT pg_advisory_unlock(hashtext($1))', [this.sql.lockKey]).catch(() => undefined);
+      }
+    });
   }
 
   private async failExhausted(executionId: string, maxRecoveries: number): Promise<void> {

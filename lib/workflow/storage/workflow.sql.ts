@@ -73,14 +73,18 @@ const STATEMENTS = (e: string, s: string) => {
              deadline_at = CASE WHEN deadline_at IS NULL THEN NULL ELSE now() + (deadline_at - created_at) END
        WHERE id = $1 AND status IN ('failed', 'cancelled')
       RETURNING *`,
+    // Only the failure that ended the execution (its last checkpoint) is retried on resume: failures the workflow
+    // caught earlier are history, thrown again on replay like any stored result.
     deleteFailedSteps: `
       DELETE FROM ${s} WHERE execution_id = $1 AND status = 'failed'
+         AND position = (SELECT max(position) FROM ${s} WHERE execution_id = $1)
       RETURNING position, name, status, result, error, attempts, completed_at`,
     steps: `SELECT position, name, status, result, error, attempts, completed_at FROM ${s} WHERE execution_id = $1 ORDER BY position`,
     unfinished: `
-      SELECT id, workflow_name, status FROM ${e}
+      SELECT id, workflow_name, status, updated_at::text AS cursor FROM ${e}
        WHERE status IN ('pending', 'running') AND updated_at < now() - ${ms('$1')}
-       ORDER BY updated_at LIMIT $2`,
+         AND ($3::timestamptz IS NULL OR (updated_at, id) > ($3::timestamptz, $4::uuid))
+       ORDER BY updated_at, id LIMIT $2`,
     countRecovery: `
       UPDATE ${e} SET recovery_attempts = recovery_attempts + 1, updated_at = now()
        WHERE id = $1 AND status IN ('pending', 'running')

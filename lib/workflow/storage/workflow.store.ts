@@ -24,6 +24,8 @@ export interface UnfinishedExecution {
   executionId: string;
   workflowName: string;
   status: WorkflowStatus;
+  /** The scan's cursor (with `executionId`): `updated_at` as Postgres text, which keeps its microseconds. */
+  cursor: string;
 }
 
 /**
@@ -63,12 +65,12 @@ export abstract class WorkflowStore {
   /** The checkpoints of an execution, in position order. */
   abstract steps(executionId: string): Promise<StepCheckpoint[]>;
   /** Pending or running executions not updated for `idleMs`. */
-  abstract unfinished(idleMs: number, limit: number): Promise<UnfinishedExecution[]>;
+  abstract unfinished(idleMs: number, limit: number, after?: UnfinishedExecution): Promise<UnfinishedExecution[]>;
   /** Counts a recovery of an execution; fails it when the count passes `maxRecoveries`. Returns false when it was failed. */
   abstract countRecovery(executionId: string, maxRecoveries: number): Promise<boolean>;
   /** Ends unfinished executions past their deadline as timed_out; returns their ids. */
   abstract timeOutExpired(): Promise<string[]>;
-  /** Deletes finished executions of a workflow older than `retentionMs`; returns how many. */
+  /** Deletes one execution if it has finished (retention "0"). */
   abstract deleteFinished(executionId: string): Promise<void>;
   /** Runs `work` when this instance holds the cluster-wide reconciler lock; returns false when another instance holds it. */
   abstract withReconcilerLock(work: () => Promise<void>): Promise<boolean>;

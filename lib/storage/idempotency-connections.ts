@@ -103,7 +103,11 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationBootst
   private static async postgres(options: ResolvedOptions, moduleRef: ModuleRef): Promise<{ dataSource: DataSource; schema: string; owned: boolean }> {
     const pg = options.postgres;
     if (pg.kind === 'url') {
-      const dataSource = new DataSource({ type: 'postgres', url: pg.url, schema: pg.schema, poolSize: pg.poolSize, entities: [], logging: false });
+      // allowExitOnIdle: idle pooled connections never keep a process alive on their own (a failed bootstrap,
+      // a script that is done); a server stays up through its HTTP listener and workers.
+      const dataSource = new DataSource({
+        type: 'postgres', url: pg.url, schema: pg.schema, poolSize: pg.poolSize, entities: [], logging: false, extra: { allowExitOnIdle: true },
+      });
       await dataSource.initialize();
       // an idle client that lost its connection is dropped by pg; the next query reconnects
       (dataSource.driver as unknown as { master: Pool }).master.on('error', () => undefined);

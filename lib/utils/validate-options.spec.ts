@@ -22,7 +22,7 @@ function resolveWith(extra: Record<string, unknown>) {
 describe('resolveOptions: defaults', () => {
   it('resolves the documented defaults', () => {
     const r = resolveOptions({ postgres: PG, redis: REDIS });
-    expect(r.postgres).toEqual({ kind: 'url', url: PG.url, schema: 'public', poolSize: 10 });
+    expect(r.postgres).toEqual({ kind: 'url', url: PG.url, schema: 'public', poolSize: 20 });
     expect(r.redis).toEqual({
       connection: { url: REDIS.url },
       keyPrefix: undefined,

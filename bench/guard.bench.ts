@@ -21,6 +21,7 @@ import Redis from 'ioredis';
 import { Client } from 'pg';
 import type { IdempotencyModuleOptions } from '../lib';
 import { GuardBenchContext, GuardBenchResult, startGuardBenchContext } from './guard-bench.app';
+import { deleteRedisKeys, env, positiveInt, runBench } from './bench-support';
 
 const CONCURRENCY = positiveInt('BENCH_CONCURRENCY', 50);
 const DURATION_S = positiveNumber('BENCH_DURATION', 3);
@@ -256,20 +257,6 @@ function positiveNumber(name: string, fallback: number): number {
   return n;
 }
 
-function positiveInt(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a whole number of at least 1, got "${raw}"`);
-  return n;
-}
-
-function env(name: string): string {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set: run the benchmark with \`npm run bench:guard\``);
-  return value;
-}
-
 /** Commands Redis has processed so far and its CPU seconds, leaving out the benchmark's own INFO calls. */
 async function redisServerStats(redis: Redis): Promise<{ calls: number; cpuUs: number }> {
   // INFO without a section leaves commandstats out.
@@ -428,12 +415,7 @@ function report(results: CaseResult[], bAgain: CaseResult): void {
 
 async function cleanup(db: Client, redis: Redis, schemas: string[]): Promise<void> {
   for (const schema of schemas) await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${REDIS_PREFIX}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.unlink(...keys);
-  } while (cursor !== '0');
+  await deleteRedisKeys(redis, `${REDIS_PREFIX}:*`);
 }
 
 async function main(): Promise<void> {
@@ -489,10 +471,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-    process.exit(1);
-  },
-);
+runBench(main);

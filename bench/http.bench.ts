@@ -21,6 +21,7 @@ import { Client } from 'pg';
 import type { IdempotencyModuleOptions } from '../lib';
 import type { AdapterName, HandlerStatsSnapshot } from './http-bench.app';
 import type { BenchServerConfig, BenchServerMessage } from './http-bench.server';
+import { deleteRedisKeys, env, positiveInt, runBench } from './bench-support';
 
 const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 50);
 const DURATION_S = positiveInt('BENCH_DURATION', 5);
@@ -100,20 +101,6 @@ const CASES: CaseSpec[] = [
 ];
 /** Measured in this order (writes last, so Postgres background work after (b) does not disturb the replays). */
 const RUN_ORDER: CaseId[] = ['a', 'c', 'd', 'b', 'e'].filter((id) => id === 'a' || ONLY.length === 0 || ONLY.includes(id)) as CaseId[];
-
-function positiveInt(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a whole number of at least 1, got "${raw}"`);
-  return n;
-}
-
-function env(name: string): string {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set: run the benchmark with \`npm run bench:http\``);
-  return value;
-}
 
 /** Keys `<prefix><n>` with n counting requests, `group` consecutive requests sharing one key. */
 function counterKeys(prefix: string, group: number): () => string {
@@ -389,14 +376,7 @@ function report(adapter: AdapterName, { results, baselineAgain }: AdapterRun): v
 
 async function cleanup(db: Client, redis: Redis, schemas: string[], prefixes: string[]): Promise<void> {
   for (const schema of schemas) await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  for (const prefix of prefixes) {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== '0');
-  }
+  for (const prefix of prefixes) await deleteRedisKeys(redis, `${prefix}:*`);
 }
 
 async function main(): Promise<void> {
@@ -440,10 +420,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-    process.exit(1);
-  },
-);
+runBench(main);

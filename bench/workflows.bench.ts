@@ -16,6 +16,7 @@ import { performance } from 'node:perf_hooks';
 import Redis from 'ioredis';
 import { Pool } from 'pg';
 import { IdempotencyModule, Step, Workflow, WorkflowClient } from '../lib';
+import { deleteRedisKeys, runBench } from './bench-support';
 
 const DATABASE_URL = need('DATABASE_URL');
 const REDIS_URL = need('REDIS_URL');
@@ -228,16 +229,9 @@ async function main(): Promise<void> {
     await app.close();
     if (!KEEP) await pool.query(`DROP SCHEMA IF EXISTS "${SCHEMA}" CASCADE`).catch(() => undefined);
     await pool.end();
-    const keys = await redis.keys(`${PREFIX}:*`);
-    for (let i = 0; i < keys.length; i += 500) await redis.del(...keys.slice(i, i + 500));
+    await deleteRedisKeys(redis, `${PREFIX}:*`);
     redis.disconnect();
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-    process.exit(1);
-  },
-);
+runBench(main);

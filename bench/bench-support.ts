@@ -1,0 +1,39 @@
+// Small pieces every benchmark script shares: settings from the environment, cleanup, and the exit protocol.
+import type Redis from 'ioredis';
+
+/** A whole-number setting of at least 1 from the environment, or `fallback`. */
+export function positiveInt(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a whole number of at least 1, got "${raw}"`);
+  return n;
+}
+
+/** A required variable; the benchmarks get DATABASE_URL and REDIS_URL from `npm run bench:<name>`. */
+export function env(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run the benchmark with \`npm run bench:<name>\`, which provides it`);
+  return value;
+}
+
+/** Removes every Redis key matching `pattern` (SCAN + UNLINK, so a large keyspace is never blocked). */
+export async function deleteRedisKeys(redis: Redis, pattern: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.unlink(...keys);
+  } while (cursor !== '0');
+}
+
+/** Runs a benchmark's main function and exits with 0, or prints the error and exits with 1. */
+export function runBench(main: () => Promise<void>): void {
+  main().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,5 +1,6 @@
 // Small pieces every benchmark script shares: settings from the environment, cleanup, and the exit protocol.
-import type Redis from 'ioredis';
+import Redis from 'ioredis';
+import { Client } from 'pg';
 
 /** A whole-number setting of at least 1 from the environment, or `fallback`. */
 export function positiveInt(name: string, fallback: number): number {
@@ -36,4 +37,22 @@ export function runBench(main: () => Promise<void>): void {
       process.exit(1);
     },
   );
+}
+
+/** Ends the process if the benchmark has not finished within `ms` (a stuck run must not hold the machine). */
+export function startWatchdog(ms: number): void {
+  const watchdog = setTimeout(() => {
+    process.stderr.write(`[bench] gave up after ${ms / 1000} s\n`);
+    process.exit(1);
+  }, ms);
+  watchdog.unref();
+}
+
+/** The benchmark's own Postgres and Redis connections (for settings, checks and cleanup), outside the measured app. */
+export async function connectBench(): Promise<{ db: Client; redis: Redis }> {
+  const db = new Client({ connectionString: env('DATABASE_URL') });
+  await db.connect();
+  const redis = new Redis(env('REDIS_URL'), { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await redis.connect();
+  return { db, redis };
 }

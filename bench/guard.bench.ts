@@ -21,7 +21,7 @@ import Redis from 'ioredis';
 import { Client } from 'pg';
 import type { IdempotencyModuleOptions } from '../lib';
 import { GuardBenchContext, GuardBenchResult, startGuardBenchContext } from './guard-bench.app';
-import { deleteRedisKeys, env, positiveInt, runBench } from './bench-support';
+import { connectBench, deleteRedisKeys, env, positiveInt, runBench, startWatchdog } from './bench-support';
 
 const CONCURRENCY = positiveInt('BENCH_CONCURRENCY', 50);
 const DURATION_S = positiveNumber('BENCH_DURATION', 3);
@@ -419,16 +419,8 @@ async function cleanup(db: Client, redis: Redis, schemas: string[]): Promise<voi
 }
 
 async function main(): Promise<void> {
-  const watchdog = setTimeout(() => {
-    process.stderr.write(`[bench] gave up after ${WATCHDOG_MS / 1000} s\n`);
-    process.exit(1);
-  }, WATCHDOG_MS);
-  watchdog.unref();
-
-  const db = new Client({ connectionString: env('DATABASE_URL') });
-  await db.connect();
-  const redis = new Redis(env('REDIS_URL'), { lazyConnect: true, maxRetriesPerRequest: 1 });
-  await redis.connect();
+  startWatchdog(WATCHDOG_MS);
+  const { db, redis } = await connectBench();
   const settings = await db.query<{ name: string; setting: string }>(
     `SELECT name, setting FROM pg_settings WHERE name IN ('server_version', 'fsync', 'synchronous_commit')`,
   );

@@ -21,7 +21,7 @@ import { Client } from 'pg';
 import type { IdempotencyModuleOptions } from '../lib';
 import type { AdapterName, HandlerStatsSnapshot } from './http-bench.app';
 import type { BenchServerConfig, BenchServerMessage } from './http-bench.server';
-import { deleteRedisKeys, env, positiveInt, runBench } from './bench-support';
+import { connectBench, deleteRedisKeys, env, positiveInt, runBench, startWatchdog } from './bench-support';
 
 const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 50);
 const DURATION_S = positiveInt('BENCH_DURATION', 5);
@@ -380,16 +380,8 @@ async function cleanup(db: Client, redis: Redis, schemas: string[], prefixes: st
 }
 
 async function main(): Promise<void> {
-  const watchdog = setTimeout(() => {
-    process.stderr.write(`[bench] gave up after ${WATCHDOG_MS / 1000} s\n`);
-    process.exit(1);
-  }, WATCHDOG_MS);
-  watchdog.unref();
-
-  const db = new Client({ connectionString: env('DATABASE_URL') });
-  await db.connect();
-  const redis = new Redis(env('REDIS_URL'), { lazyConnect: true, maxRetriesPerRequest: 1 });
-  await redis.connect();
+  startWatchdog(WATCHDOG_MS);
+  const { db, redis } = await connectBench();
   const settings = await db.query<{ name: string; setting: string }>(
     `SELECT name, setting FROM pg_settings WHERE name IN ('server_version', 'fsync', 'synchronous_commit', 'full_page_writes', 'wal_sync_method')`,
   );

@@ -1,3 +1,4 @@
+import { RECOVERY_ATTEMPTS_EXHAUSTED, RecoveryAttemptsExhaustedError } from '../errors/recovery-attempts-exhausted.error';
 import { WorkflowCancelledError } from '../errors/workflow-cancelled.error';
 import { WorkflowFailedError } from '../errors/workflow-failed.error';
 import { WorkflowNotFoundError } from '../errors/workflow-not-found.error';
@@ -85,8 +86,11 @@ export class WorkflowHandle<R = unknown> {
         throw new WorkflowCancelledError(this.executionId);
       case 'timed_out':
         throw new WorkflowTimeoutError(this.executionId);
-      default:
-        throw new WorkflowFailedError(this.executionId, execution.error ?? { name: 'Error', message: 'unknown error' });
+      default: {
+        const error = execution.error ?? { name: 'Error', message: 'unknown error' };
+        if (error.name === RECOVERY_ATTEMPTS_EXHAUSTED) throw new RecoveryAttemptsExhaustedError(this.executionId, error);
+        throw new WorkflowFailedError(this.executionId, error);
+      }
     }
   }
 }

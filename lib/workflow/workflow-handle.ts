@@ -9,6 +9,7 @@ import { parseDuration } from '../utils/duration';
 import type { WorkflowStore } from './storage/workflow.store';
 import type { WorkflowExecution, WorkflowStatus } from './workflow.interfaces';
 import { workflowJobId, WorkflowQueues } from './workflow-queues';
+import { sleep } from '../utils/long-timer';
 
 /** Options of `handle.result()`. */
 export interface ResultOptions {
@@ -64,13 +65,9 @@ export class WorkflowHandle<R = unknown> {
         const remaining = deadline - Date.now();
         if (remaining <= 0) throw new WorkflowResultTimeoutError(this.executionId, execution.status, timeoutMs as number);
         if (!woken) {
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, Math.min(this.pollMs, remaining));
-            wake = () => {
-              clearTimeout(timer);
-              resolve();
-            };
-          });
+          const pause = sleep(Math.min(this.pollMs, remaining));
+          wake = pause.wake;
+          await pause.done;
         }
       } finally {
         unsubscribe();

@@ -17,6 +17,7 @@ export type { ProblemDetails, IdempotencyProblemType } from './http/problem-deta
 export { IdempotencyStore } from './storage/idempotency.store';
 export { IdempotencyCache } from './storage/idempotency.cache';
 export type { CacheLookup } from './storage/idempotency.cache';
+export { IdempotencyError } from './errors/idempotency.error';
 export { IdempotencyConfigError } from './errors/idempotency-config.error';
 export { IdempotencySchemaError } from './errors/idempotency-schema.error';
 export { StoreUnavailableError } from './errors/store-unavailable.error';
@@ -53,6 +54,7 @@ export { DeterminismError } from './errors/determinism.error';
 export { WorkflowTimeoutError } from './errors/workflow-timeout.error';
 export { WorkflowCancelledError } from './errors/workflow-cancelled.error';
 export { WorkflowFailedError } from './errors/workflow-failed.error';
+export { RecoveryAttemptsExhaustedError } from './errors/recovery-attempts-exhausted.error';
 export type { StoredError } from './errors/workflow-failed.error';
 export { StepFailedError } from './errors/step-failed.error';
 export { StepTimeoutError } from './errors/step-timeout.error';

@@ -11,6 +11,7 @@ import { IdempotencyCache } from '../storage/idempotency.cache';
 import { IdempotencyStore } from '../storage/idempotency.store';
 import { Claim, ClaimRequest, CompletedRecord } from './idempotency-record';
 import { failureOutcome, RunOutcome, successOutcome } from './run-outcome';
+import { setLongInterval } from '../utils/long-timer';
 
 /** What `begin` decided for a request. */
 export type BeginResult =
@@ -199,9 +200,8 @@ export class IdempotencyService {
         this.logger.warn(`could not renew the lease on key "${claim.key}": ${err instanceof Error ? err.message : String(err)}`);
       }
     };
-    const timer = setInterval(() => void renew(), Math.max(Math.floor(claim.leaseMs / 3), 10));
-    timer.unref();
-    return () => clearInterval(timer);
+    const timer = setLongInterval(() => void renew(), Math.max(Math.floor(claim.leaseMs / 3), 10), { unref: true });
+    return () => timer.clear();
   }
 }
 

@@ -1,5 +1,9 @@
+import { IdempotencyError } from './idempotency.error';
+
 /** A duplicate call was refused (`onDuplicate: "raise"`), or found the first call still running. */
-export class DuplicateExecutionError extends Error {
+export class DuplicateExecutionError extends IdempotencyError {
+  readonly code = 'DUPLICATE_EXECUTION';
+
   constructor(
     readonly key: string,
     readonly status: 'in_progress' | 'completed',

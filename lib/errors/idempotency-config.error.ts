@@ -1,7 +1,11 @@
-/** Thrown at bootstrap when module options are invalid; the message names each option and its fix. */
-export class IdempotencyConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`Invalid IdempotencyModule options:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+import { IdempotencyError } from './idempotency.error';
+
+/** Thrown at bootstrap when options (module or decorator) are invalid; the message names each option and its fix. */
+export class IdempotencyConfigError extends IdempotencyError {
+  readonly code: string = 'CONFIG_INVALID';
+
+  constructor(readonly problems: string[], heading = 'Invalid IdempotencyModule options') {
+    super(`${heading}:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
     this.name = 'IdempotencyConfigError';
   }
 }

@@ -1,5 +1,9 @@
+import { IdempotencyError } from './idempotency.error';
+
 /** Thrown at bootstrap when the database lacks the library's tables and `migrationsRun` is off. */
-export class IdempotencySchemaError extends Error {
+export class IdempotencySchemaError extends IdempotencyError {
+  readonly code = 'SCHEMA_NOT_MIGRATED';
+
   constructor(schema: string, missing: string[]) {
     super(
       `nestjs-idempotency: schema "${schema}" is missing migration(s) ${missing.join(', ')}. ` +

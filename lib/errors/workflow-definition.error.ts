@@ -1,11 +1,14 @@
-import { WorkflowError } from './workflow.error';
+import { IdempotencyConfigError } from './idempotency-config.error';
 
-/** Thrown at bootstrap when a `@Workflow()` class breaks the contract (no `run`, duplicate names, invalid options). */
-export class WorkflowDefinitionError extends WorkflowError {
-  readonly code = 'WORKFLOW_DEFINITION';
+/**
+ * Thrown at bootstrap when a `@Workflow()` class breaks the contract (no `run`, duplicate names, invalid or unknown
+ * options). It is an `IdempotencyConfigError`, like every other option error.
+ */
+export class WorkflowDefinitionError extends IdempotencyConfigError {
+  override readonly code = 'WORKFLOW_DEFINITION';
 
-  constructor(readonly problems: string[]) {
-    super(`Invalid workflow definition:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  constructor(problems: string[]) {
+    super(problems, 'Invalid workflow definition');
     this.name = 'WorkflowDefinitionError';
   }
 }

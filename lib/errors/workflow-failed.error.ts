@@ -10,7 +10,7 @@ export interface StoredError {
 
 /** The execution failed; `error` is what the workflow (or a step it did not catch) threw. Resume it with `WorkflowClient.resume()`. */
 export class WorkflowFailedError extends WorkflowError {
-  readonly code = 'WORKFLOW_FAILED';
+  readonly code: string = 'WORKFLOW_FAILED';
 
   constructor(readonly executionId: string, readonly error: StoredError) {
     super(`execution ${executionId} failed: ${error.name}: ${error.message}`);

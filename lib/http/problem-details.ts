@@ -28,6 +28,9 @@ export interface ProblemDetails {
  * `Retry-After`) on the response before throwing it; the module's filter sends the body as problem+json.
  */
 export class IdempotencyProblemException extends HttpException {
+  /** A stable code for the problem kind, e.g. `HTTP_KEY_REUSED` (`HTTP_` + the problem type in upper snake case). */
+  readonly code: string;
+
   constructor(
     readonly problemType: IdempotencyProblemType,
     detail: string,
@@ -36,5 +39,6 @@ export class IdempotencyProblemException extends HttpException {
     const { status, title } = IDEMPOTENCY_PROBLEMS[problemType];
     const body: ProblemDetails = { type: `urn:nestjs-idempotency:problem:${problemType}`, title, status, detail };
     super(body, status);
+    this.code = `HTTP_${problemType.toUpperCase().replace(/-/g, '_')}`;
   }
 }

@@ -6,6 +6,7 @@ import { CleanupReport } from './retention.interfaces';
 import { withClient } from '../storage/postgres/checkout';
 import { retentionSql } from './retention.sql';
 import { WorkflowRetentionPolicy } from './workflow-retention.policy';
+import { LongTimer, setLongInterval } from '../utils/long-timer';
 
 /**
  * Deletes what retention says may go, in short batches, on one instance at a time (a Postgres advisory
@@ -16,7 +17,7 @@ import { WorkflowRetentionPolicy } from './workflow-retention.policy';
 @Injectable()
 export class RetentionService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('Idempotency');
-  private timer?: NodeJS.Timeout;
+  private timer?: LongTimer;
   private running?: Promise<unknown>;
 
   constructor(
@@ -28,17 +29,16 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
   onApplicationBootstrap(): void {
     const interval = this.options.retention.intervalMs;
     if (interval === null) return;
-    this.timer = setInterval(() => {
+    this.timer = setLongInterval(() => {
       if (this.running) return;
       this.running = this.cleanup()
         .catch((err: Error) => this.logger.warn(`retention cleanup failed: ${err.message}`))
         .finally(() => (this.running = undefined));
-    }, interval);
-    this.timer.unref();
+    }, interval, { unref: true });
   }
 
   async onApplicationShutdown(): Promise<void> {
-    clearInterval(this.timer);
+    this.timer?.clear();
     await this.running;
   }
 

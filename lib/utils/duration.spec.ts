@@ -16,6 +16,9 @@ describe('parseDuration', () => {
     ['7d', 604_800_000],
     ['2w', 1_209_600_000],
     [' 10 s ', 10_000],
+    ['25d', 2_160_000_000],
+    ['1000w', 604_800_000_000],
+    [Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
   ])('%p is %p ms', (input, expected) => {
     expect(parseDuration(input)).toBe(expected);
   });
@@ -50,5 +53,9 @@ describe('parseDuration', () => {
     for (const value of [Symbol('x'), () => 1, BigInt(3), 'x'.repeat(10_000)]) {
       expect(() => parseDuration(value)).not.toThrow();
     }
+  });
+
+  it.each([[Number.MAX_SAFE_INTEGER + 2], ['99999999999999w']])('rejects %p beyond the largest exact millisecond count, naming it', (input) => {
+    expect(parseDuration(input)).toEqual({ error: expect.stringContaining(`at most ${Number.MAX_SAFE_INTEGER} ms`) });
   });
 });

@@ -10,6 +10,9 @@ const UNIT_MS: Record<string, number> = {
   w: 604_800_000,
 };
 
+/** The longest duration accepted (about 285,000 years): milliseconds stay exact, and Postgres bigint/interval/timestamp arithmetic cannot overflow. */
+export const MAX_DURATION_MS = Number.MAX_SAFE_INTEGER;
+
 const PATTERN = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?$/;
 
 /**
@@ -17,6 +20,12 @@ const PATTERN = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?$/;
  * Kept free of exceptions so option validation can report every bad option with its name.
  */
 export function parseDuration(value: unknown): number | { error: string } {
+  const ms = toMilliseconds(value);
+  if (typeof ms === 'number' && ms > MAX_DURATION_MS) return { error: `at most ${MAX_DURATION_MS} ms (about 285,000 years), got ${JSON.stringify(value)}` };
+  return ms;
+}
+
+function toMilliseconds(value: unknown): number | { error: string } {
   if (typeof value === 'number') {
     if (!Number.isFinite(value) || value < 0) return { error: `expected a non-negative number of milliseconds, got ${value}` };
     return Math.round(value);

@@ -3,12 +3,22 @@ import type { IdempotencyModuleOptions } from '../interfaces/idempotency-options
 import type { ResolvedRetentionOptions } from '../retention/retention.interfaces';
 import type { ResolvedHttpOptions, ResolvedOptions, ResolvedWorkflowOptions } from '../interfaces/resolved-options';
 import { parseDuration } from './duration';
+import { MAX_TIMER_MS } from './long-timer';
 
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Claims and completions are short: 20 lets first-time keys commit concurrently (bench:http: +20% over 10). */
 const DEFAULT_POOL_SIZE = 20;
 const DEFAULT_RETRYABLE_STATUSES = new Set([408, 409, 425, 429]);
 const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+
+/** An upper bound set by a library downstream, with the reason given in the error. */
+interface DurationLimit {
+  ms: number;
+  why: string;
+}
+
+/** BullMQ runs these as plain Node timers (stalled checks, lock renewal), which cannot wait longer than MAX_TIMER_MS. */
+const BULLMQ_TIMER: DurationLimit = { ms: MAX_TIMER_MS, why: 'BullMQ runs it as a Node timer, which cannot wait longer' };
 
 /** Collects problems instead of throwing at the first, so one startup error lists every bad option. */
 class Checker {
@@ -18,7 +28,7 @@ class Checker {
     this.problems.push(`${option}: ${message}`);
   }
 
-  duration(option: string, value: unknown, fallback: number, { positive = false } = {}): number {
+  duration(option: string, value: unknown, fallback: number, { positive = false, max }: { positive?: boolean; max?: DurationLimit } = {}): number {
     if (value === undefined) return fallback;
     const parsed = parseDuration(value);
     if (typeof parsed !== 'number') {
@@ -27,6 +37,10 @@ class Checker {
     }
     if (positive && parsed <= 0) {
       this.fail(option, 'must be greater than zero');
+      return fallback;
+    }
+    if (max !== undefined && parsed > max.ms) {
+      this.fail(option, `at most ${max.ms} ms (about 24.8 days, e.g. "24d"): ${max.why}; got ${parsed} ms`);
       return fallback;
     }
     return parsed;
@@ -187,8 +201,8 @@ function resolveWorkflows(c: Checker, value: unknown): ResolvedWorkflowOptions {
     workflowConcurrency: c.positiveInt('workflows.workflowConcurrency', o.workflowConcurrency, 100),
     recoveryIntervalMs: c.duration('workflows.recoveryInterval', o.recoveryInterval, 30_000, { positive: true }),
     maxRecoveryAttempts: c.positiveInt('workflows.maxRecoveryAttempts', o.maxRecoveryAttempts, 10),
-    stalledIntervalMs: c.duration('workflows.stalledInterval', o.stalledInterval, 30_000, { positive: true }),
-    lockDurationMs: c.duration('workflows.lockDuration', o.lockDuration, 30_000, { positive: true }),
+    stalledIntervalMs: c.duration('workflows.stalledInterval', o.stalledInterval, 30_000, { positive: true, max: BULLMQ_TIMER }),
+    lockDurationMs: c.duration('workflows.lockDuration', o.lockDuration, 30_000, { positive: true, max: BULLMQ_TIMER }),
     pollIntervalMs: c.duration('workflows.pollInterval', o.pollInterval, 1000, { positive: true }),
     workers: c.boolean('workflows.workers', o.workers, true),
   };

@@ -11,6 +11,7 @@ import { StepOutcome, WorkflowStore } from './storage/workflow.store';
 import type { StepContext } from './workflow.interfaces';
 import { RegisteredStep, WorkflowRegistry } from './workflow.registry';
 import { stepJobId, WorkflowQueues } from './workflow-queues';
+import { LongTimer, setLongTimeout } from '../utils/long-timer';
 
 /**
  * Runs step jobs: checks Postgres first (an existing checkpoint is adopted, a cancelled execution runs nothing),
@@ -120,15 +121,15 @@ export class StepWorker {
     const running = Promise.resolve().then(() => step.original.apply(instance, args));
     if (step.timeoutMs === undefined) return running;
     const timeoutMs = step.timeoutMs;
-    let timer: NodeJS.Timeout | undefined;
+    let timer: LongTimer | undefined;
     // The abandoned attempt keeps running; its late result is dropped here and never checkpointed.
     running.catch(() => undefined);
     return Promise.race([
       running,
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new StepTimeoutError(step.name, timeoutMs)), timeoutMs);
+        timer = setLongTimeout(() => reject(new StepTimeoutError(step.name, timeoutMs)), timeoutMs);
       }),
-    ]).finally(() => clearTimeout(timer));
+    ]).finally(() => timer?.clear());
   }
 }
 

@@ -1,3 +1,4 @@
+import { RECOVERY_ATTEMPTS_EXHAUSTED, RecoveryAttemptsExhaustedError } from '../errors/recovery-attempts-exhausted.error';
 import { WorkflowCancelledError } from '../errors/workflow-cancelled.error';
 import { WorkflowFailedError } from '../errors/workflow-failed.error';
 import { WorkflowNotFoundError } from '../errors/workflow-not-found.error';
@@ -8,6 +9,7 @@ import { parseDuration } from '../utils/duration';
 import type { WorkflowStore } from './storage/workflow.store';
 import type { WorkflowExecution, WorkflowStatus } from './workflow.interfaces';
 import { workflowJobId, WorkflowQueues } from './workflow-queues';
+import { sleep } from '../utils/long-timer';
 
 /** Options of `handle.result()`. */
 export interface ResultOptions {
@@ -63,13 +65,9 @@ export class WorkflowHandle<R = unknown> {
         const remaining = deadline - Date.now();
         if (remaining <= 0) throw new WorkflowResultTimeoutError(this.executionId, execution.status, timeoutMs as number);
         if (!woken) {
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, Math.min(this.pollMs, remaining));
-            wake = () => {
-              clearTimeout(timer);
-              resolve();
-            };
-          });
+          const pause = sleep(Math.min(this.pollMs, remaining));
+          wake = pause.wake;
+          await pause.done;
         }
       } finally {
         unsubscribe();
@@ -85,8 +83,11 @@ export class WorkflowHandle<R = unknown> {
         throw new WorkflowCancelledError(this.executionId);
       case 'timed_out':
         throw new WorkflowTimeoutError(this.executionId);
-      default:
-        throw new WorkflowFailedError(this.executionId, execution.error ?? { name: 'Error', message: 'unknown error' });
+      default: {
+        const error = execution.error ?? { name: 'Error', message: 'unknown error' };
+        if (error.name === RECOVERY_ATTEMPTS_EXHAUSTED) throw new RecoveryAttemptsExhaustedError(this.executionId, error);
+        throw new WorkflowFailedError(this.executionId, error);
+      }
     }
   }
 }

@@ -17,6 +17,7 @@ import type { StepCheckpoint } from './workflow.interfaces';
 import { RegisteredStep, WorkflowRegistry } from './workflow.registry';
 import { JobSignal, stepJobId, workflowJobId, WorkflowQueues } from './workflow-queues';
 import { RegisteredWorkflowRetention } from './workflow-retention';
+import { LongTimer, setLongTimeout } from '../utils/long-timer';
 
 /** How an execution's run ended in this process. */
 export type RunOutcome = 'finished' | 'released';
@@ -72,14 +73,14 @@ export class WorkflowExecutor {
       abort: new AbortController(),
     };
     this.active.add(run);
-    let timer: NodeJS.Timeout | undefined;
+    let timer: LongTimer | undefined;
     try {
       const deadline = execution.deadlineAt?.getTime();
       const body = runStorage.run(run, () => Promise.resolve().then(() => workflow.instance.run(execution.input)));
       const stopped = new Promise<never>((_, reject) => {
         run.abort.signal.addEventListener('abort', () => reject(run.stopped ?? new RunStopped('finished')), { once: true });
         if (deadline !== undefined) {
-          timer = setTimeout(() => stopRun(run, new RunStopped('timed_out')), Math.max(0, deadline - Date.now()));
+          timer = setLongTimeout(() => stopRun(run, new RunStopped('timed_out')), deadline - Date.now());
         }
       });
       body.catch(() => undefined);
@@ -90,7 +91,7 @@ export class WorkflowExecutor {
     } catch (err) {
       return await this.settleFailure(run, err);
     } finally {
-      clearTimeout(timer);
+      timer?.clear();
       stopRun(run, new RunStopped('finished'));
       this.active.delete(run);
       this.notifyFinished(workflow.name, executionId);
@@ -197,9 +198,9 @@ export class WorkflowExecutor {
       for (;;) {
         if (!signal && !run.stopped) {
           await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, this.options.workflows.pollIntervalMs);
+            const timer = setLongTimeout(resolve, this.options.workflows.pollIntervalMs);
             wake = () => {
-              clearTimeout(timer);
+              timer.clear();
               resolve();
             };
           });

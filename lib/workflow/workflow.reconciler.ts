@@ -4,6 +4,7 @@ import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { UnfinishedExecution, WorkflowStore } from './storage/workflow.store';
 import { WorkflowRegistry } from './workflow.registry';
 import { workflowJobId, WorkflowQueues } from './workflow-queues';
+import { LongTimer, setLongInterval } from '../utils/long-timer';
 
 const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
 const BATCH = 500;
@@ -16,7 +17,7 @@ const BATCH = 500;
 @Injectable()
 export class WorkflowReconciler {
   private readonly logger = new Logger('Workflows');
-  private timer?: NodeJS.Timeout;
+  private timer?: LongTimer;
   private running?: Promise<void>;
 
   constructor(
@@ -29,13 +30,12 @@ export class WorkflowReconciler {
   /** Runs a pass now and then every `recoveryInterval`. */
   start(): void {
     this.tick();
-    this.timer = setInterval(() => this.tick(), this.options.workflows.recoveryIntervalMs);
-    this.timer.unref();
+    this.timer = setLongInterval(() => this.tick(), this.options.workflows.recoveryIntervalMs, { unref: true });
   }
 
   /** Stops the timer and waits for a pass in progress. */
   async stop(): Promise<void> {
-    clearInterval(this.timer);
+    this.timer?.clear();
     this.timer = undefined;
     await this.running;
   }

@@ -1,5 +1,5 @@
 import { INestApplication } from '@nestjs/common';
-import { WorkflowClient } from '../../lib';
+import { RecoveryAttemptsExhaustedError, WorkflowClient, WorkflowFailedError } from '../../lib';
 import { waitUntil } from '../support/resilience';
 import { sql } from '../support/test-app';
 import { CrashLoopWorkflow } from './fixtures/crash.workflow';
@@ -77,6 +77,11 @@ describe('worker process killed with SIGKILL', () => {
     expect(await handle.status()).toBe('failed');
     const execution = (await client.list({ workflow: CrashLoopWorkflow })).find((e) => e.executionId === handle.executionId)!;
     expect(execution.error?.name).toBe('RecoveryAttemptsExhaustedError');
+    // The stored failure comes back from result() as its own class (a WorkflowFailedError) with its code.
+    const thrown = await handle.result().catch((err: unknown) => err);
+    expect(thrown).toBeInstanceOf(RecoveryAttemptsExhaustedError);
+    expect(thrown).toBeInstanceOf(WorkflowFailedError);
+    expect((thrown as RecoveryAttemptsExhaustedError).code).toBe('RECOVERY_ATTEMPTS_EXHAUSTED');
     expect(execution.recoveryAttempts).toBeGreaterThan(2);
     const starts = await runs('loop-1');
     // Bounded: the step ran at most maxRecoveryAttempts + 1 times (+1 for BullMQ's own stalled retry).

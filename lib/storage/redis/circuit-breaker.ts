@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { LongTimer, setLongTimeout } from '../../utils/long-timer';
 
 /** Breaker settings; see `redis.breaker` in the module options. */
 export interface CircuitBreakerOptions {
@@ -42,12 +43,12 @@ export class CircuitBreaker {
       if (Date.now() < this.openUntil || this.probing) return fallback;
       this.probing = true;
     }
-    let timer: NodeJS.Timeout | undefined;
+    let timer: LongTimer | undefined;
     try {
       const result = await Promise.race([
         call(),
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new CallTimeoutError(this.options.timeoutMs)), this.options.timeoutMs);
+          timer = setLongTimeout(() => reject(new CallTimeoutError(this.options.timeoutMs)), this.options.timeoutMs);
         }),
       ]);
       this.onSuccess();
@@ -56,7 +57,7 @@ export class CircuitBreaker {
       this.onFailure(err);
       return fallback;
     } finally {
-      clearTimeout(timer);
+      timer?.clear();
     }
   }
 

@@ -1,4 +1,5 @@
 import type { Pool, QueryConfig, QueryResultRow } from 'pg';
+import { RecoveryAttemptsExhaustedError } from '../../errors/recovery-attempts-exhausted.error';
 import type { StoredError } from '../../errors/workflow-failed.error';
 import type { ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
 import { retryTransient } from './transient';
@@ -242,11 +243,6 @@ export class PostgresWorkflowStore extends WorkflowStore {
   }
 
   private async failExhausted(executionId: string, maxRecoveries: number): Promise<void> {
-    await this.finish(executionId, 'failed', {
-      error: {
-        name: 'RecoveryAttemptsExhaustedError',
-        message: `the execution was interrupted or re-enqueued more than ${maxRecoveries} times (workflows.maxRecoveryAttempts); resume it once the cause is fixed`,
-      },
-    });
+    await this.finish(executionId, 'failed', { error: RecoveryAttemptsExhaustedError.stored(maxRecoveries) });
   }
 }

@@ -16,7 +16,7 @@ export interface Statement {
 }
 
 const STATEMENTS = (e: string, s: string) => {
-  const ms = (param: string) => `(${param}::int * interval '1 millisecond')`;
+  const ms = (param: string) => `(${param}::bigint * interval '1 millisecond')`;
   const stepJson = `json_build_object('position', s.position, 'name', s.name, 'status', s.status, 'result', s.result,
     'error', s.error, 'attempts', s.attempts, 'completed_at', s.completed_at)`;
   return {
@@ -25,7 +25,7 @@ const STATEMENTS = (e: string, s: string) => {
     insert: `
       WITH ins AS (
         INSERT INTO ${e} AS x (id, workflow_id, workflow_name, status, input, input_hash, deadline_at)
-        VALUES ($1, $2, $3, 'pending', $4::jsonb, $5, CASE WHEN $6::int IS NULL THEN NULL ELSE now() + ${ms('$6')} END)
+        VALUES ($1, $2, $3, 'pending', $4::jsonb, $5, CASE WHEN $6::bigint IS NULL THEN NULL ELSE now() + ${ms('$6')} END)
         ON CONFLICT (workflow_id) WHERE ${LIVE_PREDICATE} DO NOTHING
         RETURNING *
       )

@@ -3,11 +3,18 @@ import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 import { IDEMPOTENT_METHOD_METADATA } from '../idempotency.constants';
 import type { RunOptions } from '../interfaces/run-options.interface';
 import { parseDuration } from '../utils/duration';
+import { NAMESPACE_SEPARATOR } from './method-key';
 
 /** Options of `@IdempotentMethod()`. */
 export interface IdempotentMethodOptions extends Omit<RunOptions, 'fingerprint'> {
   /** The key from the call's arguments. Default: the method's stable name plus a hash of its arguments in canonical JSON. */
   key?: (...args: any[]) => string; // eslint-disable-line @typescript-eslint/no-explicit-any
+  /**
+   * Keys are stored as `<namespace>:<key>`. Default: the method's `Class.method`, so two methods whose key
+   * functions return the same value never see each other's results. Give several methods one namespace to
+   * make them share keys on purpose (a call to one then counts as a call to the others). No `:` inside.
+   */
+  namespace?: string;
 }
 
 const ON_DUPLICATE = ['return', 'raise', 'wait'];
@@ -34,6 +41,9 @@ export function IdempotentMethod(options: IdempotentMethodOptions = {}): MethodD
     problems.push(`onFailure: expected one of ${ON_FAILURE.join(', ')}, got ${JSON.stringify(options.onFailure)}`);
   }
   if (options.key !== undefined && typeof options.key !== 'function') problems.push('key: expected a function (...args) => string');
+  if (options.namespace !== undefined && (typeof options.namespace !== 'string' || options.namespace.length === 0 || options.namespace.includes(NAMESPACE_SEPARATOR))) {
+    problems.push(`namespace: expected a non-empty name without "${NAMESPACE_SEPARATOR}" (it separates the namespace from the key), got ${JSON.stringify(options.namespace)}`);
+  }
   if (options.scope !== undefined && (typeof options.scope !== 'string' || options.scope.length === 0)) problems.push('scope: expected a non-empty string');
   if (problems.length > 0) throw new IdempotencyConfigError(problems.map((p) => `@IdempotentMethod(): ${p}`));
   return SetMetadata(IDEMPOTENT_METHOD_METADATA, options);

@@ -5,9 +5,16 @@ import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 import { IdempotencyMetadataAccessor } from '../idempotency-metadata.accessor';
 import { copyMethodMetadata } from '../utils/copy-method-metadata';
 import type { IdempotentMethodOptions } from './idempotent-method.decorator';
-import { customMethodKey, defaultMethodKey } from './method-key';
+import { methodKey, MethodKeyRule } from './method-key';
 
 type AnyMethod = (...args: unknown[]) => unknown;
+
+/** Marks a wrapper this library installed, so an instance reached through several tokens is wrapped once. */
+const GUARDED = Symbol('nestjs-idempotency:guarded');
+
+function isGuarded(method: unknown): boolean {
+  return typeof method === 'function' && (method as unknown as Record<symbol, unknown>)[GUARDED] === true;
+}
 
 /**
  * Finds provider methods decorated with `@IdempotentMethod()` and routes their calls through the engine.
@@ -36,6 +43,9 @@ export class IdempotentMethodExplorer implements OnModuleInit {
       if (!prototype) continue;
       for (const name of this.scanner.getAllMethodNames(prototype)) {
         const method = instance[name] as AnyMethod;
+        // One instance can sit behind several providers (useExisting alias, useValue or useFactory returning it,
+        // re-exports): wrapping it again would make the outer claim block the inner call forever.
+        if (isGuarded(method)) continue;
         const options = this.metadata.forMethod(method);
         if (options) instance[name] = this.guard(instance, `${prototype.constructor.name}.${name}`, method, options);
       }
@@ -59,13 +69,14 @@ export class IdempotentMethodExplorer implements OnModuleInit {
 
   private guard(instance: object, methodName: string, method: AnyMethod, options: IdempotentMethodOptions): AnyMethod {
     const engine = this.engine;
-    const { key: keyFn, ...runOptions } = options;
+    const { key: keyFn, namespace, ...runOptions } = options;
+    const rule: MethodKeyRule = { methodName, namespace: namespace ?? methodName, keyFn };
     const guarded = async function (this: unknown, ...args: unknown[]) {
-      const key = keyFn ? customMethodKey(methodName, keyFn, args) : defaultMethodKey(methodName, args);
-      return engine.run(key, () => method.apply(instance, args), runOptions);
+      return engine.run(methodKey(rule, args), () => method.apply(instance, args), runOptions);
     };
     copyMethodMetadata(method, guarded);
     Object.defineProperty(guarded, 'name', { value: method.name });
+    Object.defineProperty(guarded, GUARDED, { value: true });
     return guarded;
   }
 }

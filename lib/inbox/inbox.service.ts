@@ -19,7 +19,8 @@ export interface InboxBatchOutcome<M, T> {
  * Processes each message once for at-least-once transports (queues, webhooks, brokers): the message id
  * is recorded with `INSERT … ON CONFLICT DO NOTHING` in the same transaction as the handler's own writes.
  * A crash or an error rolls both back, so a redelivery runs again; a duplicate after commit is skipped.
- * A concurrent redelivery waits until the first delivery commits or rolls back.
+ * A concurrent redelivery waits until the first delivery commits or rolls back; concurrent batches
+ * sharing ids lock them in one canonical order, so they queue instead of deadlocking.
  */
 @Injectable()
 export class InboxService {
@@ -51,9 +52,13 @@ export class InboxService {
     const ids = messages.map(idOf);
     checkIdentifiers(ids, consumer);
     return this.connections.dataSource.transaction(async (manager) => {
+      // Row locks are taken in array order: every batch takes them in one canonical order, so two batches
+      // sharing ids queue behind each other instead of each holding what the other needs (40P01).
       const rows = await manager.query<{ message_id: string }[]>(
-        `INSERT INTO ${this.table()} (consumer, message_id) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING RETURNING message_id`,
-        [consumer, [...new Set(ids)]],
+        `INSERT INTO ${this.table()} (consumer, message_id)
+         SELECT $1, id FROM unnest($2::text[]) WITH ORDINALITY AS batch(id, position) ORDER BY position
+         ON CONFLICT DO NOTHING RETURNING message_id`,
+        [consumer, canonicalOrder(ids)],
       );
       const fresh = new Set(rows.map((r) => r.message_id));
       const processed: M[] = [];
@@ -70,6 +75,11 @@ export class InboxService {
   private table(): string {
     return `${quoteIdent(this.connections.schema)}.${quoteIdent('inbox_messages')}`;
   }
+}
+
+/** The distinct ids in one fixed order (UTF-16 code units, independent of any collation). */
+function canonicalOrder(ids: readonly string[]): string[] {
+  return [...new Set(ids)].sort();
 }
 
 function checkIdentifiers(ids: readonly string[], consumer: string): void {

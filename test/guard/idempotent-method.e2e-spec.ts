@@ -83,7 +83,7 @@ describe.each([
     expect(await service.ship('o1', 'first')).toBe('shipped-o1');
     const duplicate = service.ship('o1', 'a different note, same key');
     await expect(duplicate).rejects.toBeInstanceOf(DuplicateExecutionError);
-    await expect(duplicate).rejects.toMatchObject({ key: 'ship-o1', status: 'completed' });
+    await expect(duplicate).rejects.toMatchObject({ key: 'InvoiceService.ship:ship-o1', status: 'completed' });
     expect(await runs('ship:o1')).toBe(1);
   });
 

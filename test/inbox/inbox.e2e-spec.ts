@@ -104,6 +104,24 @@ describe('InboxService', () => {
     expect(retry.processed).toHaveLength(2);
   });
 
+  it('never deadlocks when concurrent batches hold the same ids in opposite orders', async () => {
+    // Without a canonical lock order, each transaction holds half of the ids the other one needs: 40P01.
+    const ids = Array.from({ length: 400 }, (_, i) => ({ id: `dl-${String(i).padStart(4, '0')}` }));
+    const reversed = [...ids].reverse();
+    for (let round = 0; round < 15; round++) {
+      const consumer = `deadlock-${round}`;
+      const outcomes = await Promise.allSettled([
+        inbox.processBatch(ids, consumer, (_manager, fresh) => Promise.resolve(fresh.length)),
+        inbox.processBatch(reversed, consumer, (_manager, fresh) => Promise.resolve(fresh.length)),
+        inbox.processBatch([...ids.slice(200), ...ids.slice(0, 200)], consumer, (_manager, fresh) => Promise.resolve(fresh.length)),
+      ]);
+      const failures = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected').map((o) => String(o.reason));
+      expect(failures).toEqual([]);
+      const processed = outcomes.map((o) => (o as PromiseFulfilledResult<{ processed: unknown[] }>).value.processed.length);
+      expect(processed.reduce((a, b) => a + b, 0)).toBe(ids.length);
+    }
+  });
+
   it('leaves no trace of a consumer killed with SIGKILL mid-handler, so the redelivery runs', async () => {
     const root = join(__dirname, '..', '..');
     const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', join(__dirname, 'fixtures', 'inbox-worker.ts'), 'evt-crash'], {

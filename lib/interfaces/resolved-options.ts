@@ -32,6 +32,8 @@ export interface ResolvedWorkflowOptions {
   lockDurationMs: number;
   pollIntervalMs: number;
   workers: boolean;
+  /** Steps and runs execute in this process with no BullMQ or Redis (IdempotencyTestingModule). */
+  inline?: boolean;
 }
 
 /** Module options after validation (internal). */

@@ -1,14 +1,15 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { createHash } from 'node:crypto';
-import Redis from 'ioredis';
-import { Pool } from 'pg';
-import { DataSource } from 'typeorm';
+import type Redis from 'ioredis';
+import type { Pool } from 'pg';
+import type { DataSource } from 'typeorm';
 import { IDEMPOTENCY_MIGRATIONS, IDEMPOTENCY_MIGRATIONS_TABLE } from '../../migrations';
 import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 import { IdempotencySchemaError } from '../errors/idempotency-schema.error';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
+import { loadPeer } from '../utils/optional-peer';
 
 /**
  * Owns (or borrows) the Postgres pool and the Redis client, prepares the schema at bootstrap,
@@ -66,6 +67,7 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationBootst
         redis = c.client;
       } else {
         const common = { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true, retryStrategy: (n: number) => Math.min(n * 200, 2000) };
+        const { default: Redis } = loadPeer('ioredis', 'the redis option');
         redis = 'url' in c ? new Redis(c.url, common) : new Redis({ ...c.options, ...common });
         redis.on('error', () => undefined); // failures are reported by the circuit breaker
         this.ownedRedis = redis;
@@ -105,6 +107,7 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationBootst
     if (pg.kind === 'url') {
       // allowExitOnIdle: idle pooled connections never keep a process alive on their own (a failed bootstrap,
       // a script that is done); a server stays up through its HTTP listener and workers.
+      const { DataSource } = loadPeer('typeorm', 'the postgres option');
       const dataSource = new DataSource({
         type: 'postgres', url: pg.url, schema: pg.schema, poolSize: pg.poolSize, entities: [], logging: false, extra: { allowExitOnIdle: true },
       });
@@ -137,6 +140,7 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationBootst
 
   /** Applies the library's migrations, or checks they were applied, on a short-lived connection of its own. */
   private static async prepareSchema(connection: object, schema: string, run: boolean): Promise<void> {
+    const { DataSource } = loadPeer('typeorm', 'the postgres option');
     const dataSource = new DataSource({
       ...(connection as { type: 'postgres' }),
       name: undefined,

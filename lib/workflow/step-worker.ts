@@ -1,8 +1,9 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { Job, UnrecoverableError, Worker } from 'bullmq';
+import type { Job, Worker } from 'bullmq';
 import { StepTimeoutError } from '../errors/step-timeout.error';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
+import { loadPeer } from '../utils/optional-peer';
 import { runStorage } from './run-context';
 import { serializeError } from './serialize-error';
 import { stepStorage } from './step-context';
@@ -34,6 +35,7 @@ export class StepWorker {
   /** Starts one BullMQ Worker per step queue. */
   start(): void {
     const o = this.options.workflows;
+    const { Worker } = loadPeer('bullmq', 'workflows');
     for (const name of this.registry.stepQueues()) {
       const worker = new Worker<StepJobData, StepJobResult>(name, (job) => this.process(name, job), {
         connection: this.queues.connection(),
@@ -62,7 +64,8 @@ export class StepWorker {
     await Promise.all(workers.map((w) => drainAndClose(w, () => this.inFlight.size === 0, this.options.workflows.lockDurationMs)));
   }
 
-  private async process(queue: string, job: Job<StepJobData, StepJobResult>): Promise<StepJobResult> {
+  /** @internal Runs one step job (called by the BullMQ worker, or in-process by the testing module's inline queues). */
+  async process(queue: string, job: Pick<Job<StepJobData, StepJobResult>, 'id' | 'data' | 'attemptsMade'>): Promise<StepJobResult> {
     const data = job.data;
     const step = this.registry.find(data.owner)?.steps.get(data.step);
     const instance = this.registry.find(data.owner)?.instance;
@@ -107,11 +110,11 @@ export class StepWorker {
       try {
         stored = value === undefined ? null : (JSON.parse(JSON.stringify(value)) as unknown);
       } catch (err) {
-        throw new UnrecoverableError(`step "${step.name}" returned a value that is not JSON-serializable: ${(err as Error).message}`);
+        throw new UnrecoverableStepError(`step "${step.name}" returned a value that is not JSON-serializable: ${(err as Error).message}`);
       }
       return { status: 'completed', result: stored };
     } catch (err) {
-      const last = attempt >= step.attempts || err instanceof UnrecoverableError;
+      const last = attempt >= step.attempts || (err instanceof Error && err.name === 'UnrecoverableError');
       if (!last) throw err;
       return { status: 'failed', error: serializeError(err) };
     }
@@ -131,6 +134,11 @@ export class StepWorker {
       }),
     ]).finally(() => timer?.clear());
   }
+}
+
+/** BullMQ does not retry an error named `UnrecoverableError` (its own class or not): no bullmq import needed. */
+class UnrecoverableStepError extends Error {
+  override readonly name = 'UnrecoverableError';
 }
 
 /**

@@ -1,7 +1,8 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { ConnectionOptions, Queue, QueueEvents } from 'bullmq';
+import type { ConnectionOptions, Queue, QueueEvents } from 'bullmq';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
+import { loadPeer } from '../utils/optional-peer';
 
 /** What a waiter hears about a job: it completed (with its return value), or something happened worth checking. */
 export type JobSignal = { kind: 'completed'; value: unknown } | { kind: 'check' };
@@ -51,6 +52,7 @@ export class WorkflowQueues {
   queue(name: string): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
+      const { Queue } = loadPeer('bullmq', 'workflows');
       queue = new Queue(name, { connection: this.connection(), prefix: this.prefix });
       queue.on('error', (err) => this.logger.warn(`queue "${name}": ${err.message}`));
       this.queues.set(name, queue);
@@ -63,6 +65,7 @@ export class WorkflowQueues {
     const started: QueueEvents[] = [];
     for (const name of names) {
       if (this.events.has(name)) continue;
+      const { QueueEvents } = loadPeer('bullmq', 'workflows');
       const events = new QueueEvents(name, { connection: this.connection(), prefix: this.prefix });
       events.on('error', (err) => this.logger.warn(`queue events "${name}": ${err.message}`));
       events.on('completed', ({ jobId, returnvalue }) => this.notify(name, jobId, { kind: 'completed', value: parse(returnvalue) }));

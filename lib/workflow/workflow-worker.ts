@@ -1,7 +1,8 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { DelayedError, Job, Worker } from 'bullmq';
+import type { Job, Worker } from 'bullmq';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
+import { loadPeer } from '../utils/optional-peer';
 import { drainAndClose } from './step-worker';
 import { WorkflowExecutor } from './workflow.executor';
 import { WorkflowRegistry } from './workflow.registry';
@@ -32,6 +33,7 @@ export class WorkflowWorker {
   /** Starts one BullMQ Worker per workflow queue. */
   start(): void {
     const o = this.options.workflows;
+    const { Worker } = loadPeer('bullmq', 'workflows');
     for (const name of this.registry.workflowQueues()) {
       const worker = new Worker<WorkflowJobData, string>(name, (job, token) => this.process(job, token), {
         connection: this.queues.connection(),
@@ -59,7 +61,7 @@ export class WorkflowWorker {
       const outcome = await this.executor.execute(job.data.executionId);
       if (outcome === 'released') {
         await job.moveToDelayed(Date.now(), token);
-        throw new DelayedError();
+        throw new (loadPeer('bullmq', 'workflows').DelayedError)();
       }
       return outcome;
     } finally {

@@ -38,7 +38,7 @@ export class WorkflowExplorer implements OnModuleInit {
       if (workflow) found.push(workflow);
     }
     this.checkNames(found, problems);
-    if (found.length > 0 && !this.options.redis) {
+    if (found.length > 0 && !this.options.redis && !this.options.workflows.inline) {
       problems.push(`workflows (${found.map((w) => w.name).join(', ')}) run on BullMQ and need Redis: set the \`redis\` option of IdempotencyModule`);
     }
     if (problems.length > 0) throw new WorkflowDefinitionError(problems);

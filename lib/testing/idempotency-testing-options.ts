@@ -1,0 +1,29 @@
+import type { HttpIdempotencyOptions, WorkflowModuleOptions } from '../interfaces/idempotency-options.interface';
+import type { ResolvedOptions } from '../interfaces/resolved-options';
+import type { RetentionOptions } from '../retention/retention.interfaces';
+import { resolveOptions } from '../utils/validate-options';
+
+/** Options of `IdempotencyTestingModule.forRoot()`: the module's own, minus everything about Postgres and Redis. */
+export interface IdempotencyTestingOptions {
+  /** HTTP settings, as in `IdempotencyModule` (the interceptor is registered globally unless `enabled: false`). */
+  http?: HttpIdempotencyOptions;
+  /** Workflow settings that mean something in process. `pollInterval` defaults to `"100ms"` here. */
+  workflows?: Pick<WorkflowModuleOptions, 'maxRecoveryAttempts' | 'pollInterval' | 'lockDuration'>;
+  /** Retention, applied when a test calls `RetentionService.cleanup()` (nothing runs in the background). */
+  retention?: Omit<RetentionOptions, 'cleanupInterval' | 'batchSize'>;
+}
+
+/** A placeholder the validation needs; nothing ever connects to it. */
+const NO_POSTGRES = 'postgres://in-memory/idempotency-testing';
+
+/** Validates the testing options with the module's own rules (one IdempotencyConfigError naming every bad option). */
+export function resolveTestingOptions(options: IdempotencyTestingOptions = {}): ResolvedOptions {
+  const resolved = resolveOptions({
+    postgres: { url: NO_POSTGRES },
+    redis: false,
+    http: options.http,
+    workflows: { pollInterval: '100ms', ...options.workflows },
+    retention: { ...options.retention, cleanupInterval: false },
+  });
+  return { ...resolved, workflows: { ...resolved.workflows, inline: true } };
+}

@@ -1,0 +1,286 @@
+import type { StoredError } from '../../errors/workflow-failed.error';
+import { jsonCopy } from '../../storage/memory/memory-support';
+import { RELEASED_WORKFLOW_STATUSES } from '../workflow.interfaces';
+import type { ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
+import { BeginOutcome, NewExecution, StepOutcome, UnfinishedExecution, WorkflowStore } from './workflow.store';
+
+type StoredExecution = WorkflowExecution & { inputHash: string; sequence: number };
+
+const UNFINISHED: readonly WorkflowStatus[] = ['pending', 'running'];
+const FINAL: readonly WorkflowStatus[] = ['completed', 'failed', 'cancelled', 'timed_out'];
+
+/**
+ * The in-memory workflow store of `IdempotencyTestingModule`, with the Postgres store's rules: one live or completed
+ * execution per workflow id (failed, cancelled and timed-out ones free it), each (execution, position) checkpointed
+ * once, and every status change a compare-and-set on the current status. Values are stored as JSON copies, so a
+ * test sees what Postgres would give back (`undefined` → null, a `Date` → its ISO string).
+ */
+export class MemoryWorkflowStore extends WorkflowStore {
+  private readonly executions = new Map<string, StoredExecution>();
+  private readonly checkpoints = new Map<string, Map<number, StepCheckpoint>>();
+  private sequence = 0;
+  private reconcilerLocked = false;
+
+  insert(execution: NewExecution): Promise<{ inserted: boolean; execution: WorkflowExecution & { inputHash: string } }> {
+    const holder = this.holder(execution.workflowId);
+    if (holder) return Promise.resolve({ inserted: false, execution: view(holder) });
+    const now = new Date();
+    const stored: StoredExecution = {
+      executionId: execution.executionId,
+      workflowId: execution.workflowId,
+      workflowName: execution.workflowName,
+      status: 'pending',
+      input: jsonCopy(execution.input ?? null),
+      inputHash: execution.inputHash,
+      result: null,
+      error: null,
+      recoveryAttempts: 0,
+      createdAt: now,
+      updatedAt: now,
+      completedAt: null,
+      deadlineAt: execution.timeoutMs === undefined ? null : new Date(now.getTime() + execution.timeoutMs),
+      sequence: this.sequence++,
+    };
+    this.executions.set(stored.executionId, stored);
+    return Promise.resolve({ inserted: true, execution: view(stored) });
+  }
+
+  async begin(executionId: string, maxRecoveries: number): Promise<BeginOutcome> {
+    const execution = this.executions.get(executionId);
+    if (!execution || !UNFINISHED.includes(execution.status)) return { kind: 'skip', execution: await this.get(executionId) };
+    if (execution.status === 'running') execution.recoveryAttempts++;
+    execution.status = 'running';
+    execution.updatedAt = new Date();
+    if (execution.recoveryAttempts > maxRecoveries) {
+      this.failExhausted(execution, maxRecoveries);
+      return { kind: 'skip', execution: view(execution) };
+    }
+    return { kind: 'run', execution: view(execution), checkpoints: await this.steps(executionId) };
+  }
+
+  finish(executionId: string, status: 'completed' | 'failed' | 'timed_out', value: { result?: unknown; error?: StoredError }): Promise<boolean> {
+    const execution = this.executions.get(executionId);
+    if (!execution || !UNFINISHED.includes(execution.status)) return Promise.resolve(false);
+    const now = new Date();
+    Object.assign(execution, {
+      status,
+      result: value.result === undefined ? null : jsonCopy(value.result),
+      error: value.error === undefined ? null : jsonCopy(value.error),
+      updatedAt: now,
+      completedAt: now,
+    });
+    return Promise.resolve(true);
+  }
+
+  release(executionId: string): Promise<void> {
+    const execution = this.executions.get(executionId);
+    if (execution?.status === 'running') Object.assign(execution, { status: 'pending', updatedAt: new Date() });
+    return Promise.resolve();
+  }
+
+  stepState(executionId: string, position: number): Promise<{ status: WorkflowStatus | null; checkpoint: StepCheckpoint | null }> {
+    const execution = this.executions.get(executionId);
+    if (!execution) return Promise.resolve({ status: null, checkpoint: null });
+    const checkpoint = this.checkpoints.get(executionId)?.get(position);
+    return Promise.resolve({ status: execution.status, checkpoint: checkpoint ? jsonCopyCheckpoint(checkpoint) : null });
+  }
+
+  checkpoint(executionId: string, position: number, name: string, outcome: StepOutcome, attempts: number): Promise<{ written: boolean; checkpoint: StepCheckpoint }> {
+    if (!this.executions.has(executionId)) {
+      return Promise.reject(new Error(`checkpoint of step "${name}" (#${position}): execution ${executionId} does not exist`));
+    }
+    let steps = this.checkpoints.get(executionId);
+    if (!steps) {
+      steps = new Map<number, StepCheckpoint>();
+      this.checkpoints.set(executionId, steps);
+    }
+    const existing = steps.get(position);
+    if (existing) return Promise.resolve({ written: false, checkpoint: jsonCopyCheckpoint(existing) });
+    const checkpoint: StepCheckpoint = {
+      position,
+      name,
+      status: outcome.status,
+      result: outcome.status === 'completed' ? jsonCopy(outcome.result ?? null) : null,
+      error: outcome.status === 'failed' ? jsonCopy(outcome.error) : null,
+      attempts,
+      completedAt: new Date(),
+    };
+    steps.set(position, checkpoint);
+    return Promise.resolve({ written: true, checkpoint: jsonCopyCheckpoint(checkpoint) });
+  }
+
+  get(executionId: string): Promise<WorkflowExecution | null> {
+    const execution = this.executions.get(executionId);
+    return Promise.resolve(execution ? view(execution) : null);
+  }
+
+  latest(workflowId: string): Promise<WorkflowExecution | null> {
+    const newest = this.holder(workflowId) ?? this.newestFirst().find((e) => e.workflowId === workflowId);
+    return Promise.resolve(newest ? view(newest) : null);
+  }
+
+  cancel(workflowId: string): Promise<WorkflowExecution | null> {
+    const execution = this.newestFirst().find((e) => e.workflowId === workflowId && UNFINISHED.includes(e.status));
+    if (!execution) return Promise.resolve(null);
+    const now = new Date();
+    Object.assign(execution, { status: 'cancelled', updatedAt: now, completedAt: now });
+    return Promise.resolve(view(execution));
+  }
+
+  resume(executionId: string): Promise<{ execution: WorkflowExecution; retried: StepCheckpoint[] } | null> {
+    const execution = this.executions.get(executionId);
+    if (!execution || (execution.status !== 'failed' && execution.status !== 'cancelled')) return Promise.resolve(null);
+    const holder = this.holder(execution.workflowId);
+    if (holder) {
+      // What Postgres's partial unique index answers: the caller turns it into WorkflowExistsError.
+      const violation = new Error(`workflow id "${execution.workflowId}" is held by execution ${holder.executionId}`);
+      return Promise.reject(Object.assign(violation, { code: '23505' }));
+    }
+    const now = new Date();
+    Object.assign(execution, {
+      status: 'pending',
+      error: null,
+      result: null,
+      recoveryAttempts: 0,
+      completedAt: null,
+      updatedAt: now,
+      deadlineAt: execution.deadlineAt && new Date(now.getTime() + execution.deadlineAt.getTime() - execution.createdAt.getTime()),
+    });
+    // Only the failure that ended the execution (its last checkpoint) runs again; caught failures stay.
+    const steps = this.checkpoints.get(executionId);
+    const last = steps ? Math.max(...steps.keys()) : undefined;
+    const ending = last === undefined ? undefined : steps?.get(last);
+    const retried: StepCheckpoint[] = [];
+    if (steps && ending?.status === 'failed') {
+      steps.delete(ending.position);
+      retried.push(ending);
+    }
+    return Promise.resolve({ execution: view(execution), retried });
+  }
+
+  list(options: ListWorkflowsOptions & { workflow?: string }): Promise<WorkflowExecution[]> {
+    const statuses = options.status === undefined ? undefined : Array.isArray(options.status) ? options.status : [options.status];
+    const limit = Math.min(Math.max(options.limit ?? 100, 1), 1000);
+    const found = this.newestFirst().filter(
+      (e) => (statuses === undefined || statuses.includes(e.status)) && (options.workflow === undefined || e.workflowName === options.workflow),
+    );
+    return Promise.resolve(found.slice(0, limit).map(view));
+  }
+
+  steps(executionId: string): Promise<StepCheckpoint[]> {
+    const steps = [...(this.checkpoints.get(executionId)?.values() ?? [])];
+    return Promise.resolve(steps.sort((a, b) => a.position - b.position).map(jsonCopyCheckpoint));
+  }
+
+  unfinished(idleMs: number, limit: number, after?: UnfinishedExecution): Promise<UnfinishedExecution[]> {
+    const idleSince = Date.now() - idleMs;
+    const cursorOf = (e: StoredExecution) => String(e.updatedAt.getTime()).padStart(16, '0');
+    const found = [...this.executions.values()]
+      .filter((e) => UNFINISHED.includes(e.status) && e.updatedAt.getTime() < idleSince)
+      .filter((e) => !after || cursorOf(e) > after.cursor || (cursorOf(e) === after.cursor && e.executionId > after.executionId))
+      .sort((a, b) => cursorOf(a).localeCompare(cursorOf(b)) || a.executionId.localeCompare(b.executionId))
+      .slice(0, limit);
+    return Promise.resolve(found.map((e) => ({ executionId: e.executionId, workflowName: e.workflowName, status: e.status, cursor: cursorOf(e) })));
+  }
+
+  countRecovery(executionId: string, maxRecoveries: number): Promise<boolean> {
+    const execution = this.executions.get(executionId);
+    if (!execution || !UNFINISHED.includes(execution.status)) return Promise.resolve(false);
+    execution.recoveryAttempts++;
+    execution.updatedAt = new Date();
+    if (execution.recoveryAttempts <= maxRecoveries) return Promise.resolve(true);
+    this.failExhausted(execution, maxRecoveries);
+    return Promise.resolve(false);
+  }
+
+  timeOutExpired(): Promise<string[]> {
+    const now = new Date();
+    const expired = [...this.executions.values()].filter((e) => UNFINISHED.includes(e.status) && e.deadlineAt !== null && e.deadlineAt < now);
+    for (const execution of expired) {
+      Object.assign(execution, {
+        status: 'timed_out',
+        updatedAt: now,
+        completedAt: now,
+        error: { name: 'WorkflowTimeoutError', message: 'the workflow did not finish before its timeout' },
+      });
+    }
+    return Promise.resolve(expired.map((e) => e.executionId));
+  }
+
+  deleteFinished(executionId: string): Promise<void> {
+    const execution = this.executions.get(executionId);
+    if (execution && FINAL.includes(execution.status)) {
+      this.executions.delete(executionId);
+      this.checkpoints.delete(executionId);
+    }
+    return Promise.resolve();
+  }
+
+  async withReconcilerLock(work: () => Promise<void>): Promise<boolean> {
+    if (this.reconcilerLocked) return false;
+    this.reconcilerLocked = true;
+    try {
+      await work();
+      return true;
+    } finally {
+      this.reconcilerLocked = false;
+    }
+  }
+
+  /**
+   * Deletes the finished executions of one workflow (or of every workflow not named in `notIn`) that finished
+   * `retentionMs` ago or more, as a cleanup pass does; returns their workflow ids.
+   */
+  prune(workflowName: string | { notIn: string[] }, retentionMs: number): string[] {
+    const before = Date.now() - retentionMs;
+    const removed: string[] = [];
+    for (const execution of [...this.executions.values()]) {
+      const matches = typeof workflowName === 'string' ? execution.workflowName === workflowName : !workflowName.notIn.includes(execution.workflowName);
+      if (matches && FINAL.includes(execution.status) && execution.completedAt !== null && execution.completedAt.getTime() <= before) {
+        this.executions.delete(execution.executionId);
+        this.checkpoints.delete(execution.executionId);
+        removed.push(execution.workflowId);
+      }
+    }
+    return removed;
+  }
+
+  /** Forgets every execution (between tests). */
+  clear(): void {
+    this.executions.clear();
+    this.checkpoints.clear();
+  }
+
+  /** The execution that holds a workflow id: the one that is live or completed (there is at most one). */
+  private holder(workflowId: string): StoredExecution | undefined {
+    return [...this.executions.values()].find((e) => e.workflowId === workflowId && !RELEASED_WORKFLOW_STATUSES.includes(e.status));
+  }
+
+  private newestFirst(): StoredExecution[] {
+    return [...this.executions.values()].sort((a, b) => b.sequence - a.sequence);
+  }
+
+  private failExhausted(execution: StoredExecution, maxRecoveries: number): void {
+    const now = new Date();
+    Object.assign(execution, {
+      status: 'failed',
+      updatedAt: now,
+      completedAt: now,
+      error: {
+        name: 'RecoveryAttemptsExhaustedError',
+        message: `the execution was interrupted or re-enqueued more than ${maxRecoveries} times (workflows.maxRecoveryAttempts); resume it once the cause is fixed`,
+      },
+    });
+  }
+}
+
+/** A copy the caller may change without touching the store (dates stay dates). */
+function view(execution: StoredExecution): WorkflowExecution & { inputHash: string } {
+  const rest: WorkflowExecution & { inputHash: string; sequence?: number } = { ...execution };
+  delete rest.sequence;
+  return { ...rest, input: jsonCopy(rest.input), result: jsonCopy(rest.result), error: rest.error && jsonCopy(rest.error) };
+}
+
+function jsonCopyCheckpoint(checkpoint: StepCheckpoint): StepCheckpoint {
+  return { ...checkpoint, result: jsonCopy(checkpoint.result), error: checkpoint.error && jsonCopy(checkpoint.error) };
+}

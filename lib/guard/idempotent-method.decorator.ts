@@ -3,6 +3,7 @@ import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 import { IDEMPOTENT_METHOD_METADATA } from '../idempotency.constants';
 import type { RunOptions } from '../interfaces/run-options.interface';
 import { parseDuration } from '../utils/duration';
+import { KeyTracker } from '../utils/known-keys';
 import { NAMESPACE_SEPARATOR } from './method-key';
 
 /** Options of `@IdempotentMethod()`. */
@@ -27,6 +28,9 @@ const ON_FAILURE = ['unlock', 'lock'];
  */
 export function IdempotentMethod(options: IdempotentMethodOptions = {}): MethodDecorator {
   const problems: string[] = [];
+  const given = options;
+  const keys = new KeyTracker();
+  options = keys.track('', options);
   for (const name of ['ttl', 'lockTimeout', 'waitTimeout'] as const) {
     const value = options[name];
     if (value === undefined) continue;
@@ -45,6 +49,7 @@ export function IdempotentMethod(options: IdempotentMethodOptions = {}): MethodD
     problems.push(`namespace: expected a non-empty name without "${NAMESPACE_SEPARATOR}" (it separates the namespace from the key), got ${JSON.stringify(options.namespace)}`);
   }
   if (options.scope !== undefined && (typeof options.scope !== 'string' || options.scope.length === 0)) problems.push('scope: expected a non-empty string');
+  for (const unknown of keys.unknownKeys()) problems.push(`${unknown.option}: ${unknown.message}`);
   if (problems.length > 0) throw new IdempotencyConfigError(problems.map((p) => `@IdempotentMethod(): ${p}`));
-  return SetMetadata(IDEMPOTENT_METHOD_METADATA, options);
+  return SetMetadata(IDEMPOTENT_METHOD_METADATA, given);
 }

@@ -3,6 +3,7 @@ import type { IdempotencyModuleOptions } from '../interfaces/idempotency-options
 import type { ResolvedRetentionOptions } from '../retention/retention.interfaces';
 import type { ResolvedHttpOptions, ResolvedOptions, ResolvedWorkflowOptions } from '../interfaces/resolved-options';
 import { parseDuration } from './duration';
+import { KeyTracker } from './known-keys';
 import { MAX_TIMER_MS } from './long-timer';
 
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -23,9 +24,23 @@ const BULLMQ_TIMER: DurationLimit = { ms: MAX_TIMER_MS, why: 'BullMQ runs it as 
 /** Collects problems instead of throwing at the first, so one startup error lists every bad option. */
 class Checker {
   readonly problems: string[] = [];
+  private readonly keys = new KeyTracker();
 
   fail(option: string, message: string): void {
     this.problems.push(`${option}: ${message}`);
+  }
+
+  /**
+   * The options object at `path`, seen through a view that records each key read: read every option of a
+   * section through it, and a key nobody reads is reported as unknown by {@link rejectUnknownKeys}.
+   */
+  track<T>(path: string, value: T, hint?: string): T {
+    return this.keys.track(path, value, hint);
+  }
+
+  /** Reports every key of a tracked object that validation never read, with the nearest known one. */
+  rejectUnknownKeys(): void {
+    for (const { option, message } of this.keys.unknownKeys()) this.fail(option, message);
   }
 
   duration(option: string, value: unknown, fallback: number, { positive = false, max }: { positive?: boolean; max?: DurationLimit } = {}): number {
@@ -87,12 +102,13 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function resolvePostgres(c: Checker, value: unknown): ResolvedOptions['postgres'] {
+function resolvePostgres(c: Checker, given: unknown): ResolvedOptions['postgres'] {
   const fallback = { kind: 'url' as const, url: '', schema: 'public', poolSize: DEFAULT_POOL_SIZE };
-  if (!isObject(value)) {
+  if (!isObject(given)) {
     c.fail('postgres', 'required: give { url: "postgres://…" } or { dataSource: "default" } to reuse your TypeORM DataSource');
     return fallback;
   }
+  const value = c.track('postgres', given);
   const schema = value.schema;
   if (schema !== undefined && (typeof schema !== 'string' || schema.length === 0 || schema.length > 63)) {
     c.fail('postgres.schema', 'expected a schema name of 1 to 63 characters');
@@ -102,6 +118,8 @@ function resolvePostgres(c: Checker, value: unknown): ResolvedOptions['postgres'
     if (typeof ds !== 'string' && !(isObject(ds) && typeof (ds as { query?: unknown }).query === 'function')) {
       c.fail('postgres.dataSource', 'expected a DataSource name (as given to TypeOrmModule) or a DataSource instance');
     }
+    if (value.url !== undefined) c.fail('postgres.url', 'give either url or dataSource, not both');
+    if (value.poolSize !== undefined) c.fail('postgres.poolSize', "has no effect with dataSource: the DataSource's own pool is used");
     return { kind: 'dataSource', dataSource: ds as string, schema: schema as string | undefined };
   }
   if (typeof value.url !== 'string' || !/^postgres(ql)?:\/\//.test(value.url)) {
@@ -121,12 +139,14 @@ const IOREDIS_CONNECTION_KEYS = ['host', 'port', 'path', 'sentinels', 'username'
 /** The module's own Redis settings, kept out of what is passed to ioredis. */
 const MODULE_REDIS_KEYS = ['keyPrefix', 'commandTimeout', 'breaker'];
 
-function resolveRedis(c: Checker, value: unknown): ResolvedOptions['redis'] {
-  if (value === false) return false;
-  if (!isObject(value)) {
+function resolveRedis(c: Checker, given: unknown): ResolvedOptions['redis'] {
+  if (given === false) return false;
+  if (!isObject(given)) {
     c.fail('redis', 'required: give { url: "redis://…" }, ioredis options ({ host, port, … }), { client: yourIoredisClient }, or false to run on Postgres alone');
     return false;
   }
+  // Plain ioredis options ({ host, port, … }) are all read below and passed on: only the other forms are checked for typos.
+  const value = c.track('redis', given, 'ioredis options go in redis.options, or in place of url');
   let connection: Exclude<ResolvedOptions['redis'], false>['connection'] | undefined;
   if ('client' in value) {
     const client = value.client as { evalsha?: unknown } | undefined;
@@ -146,7 +166,7 @@ function resolveRedis(c: Checker, value: unknown): ResolvedOptions['redis'] {
   }
   const keyPrefix = value.keyPrefix;
   if (keyPrefix !== undefined && (typeof keyPrefix !== 'string' || keyPrefix.length === 0)) c.fail('redis.keyPrefix', 'expected a non-empty string');
-  const breaker = value.breaker ?? {};
+  const breaker = c.track('redis.breaker', value.breaker ?? {});
   if (!isObject(breaker)) c.fail('redis.breaker', 'expected { failureThreshold?, resetAfter? }');
   const b = isObject(breaker) ? breaker : {};
   const resolved = {
@@ -164,7 +184,7 @@ function resolveHttp(c: Checker, value: unknown): ResolvedHttpOptions {
   if (!isObject(h)) {
     c.fail('http', 'expected an object of HTTP settings');
   }
-  const o = isObject(h) ? h : {};
+  const o = c.track('http', isObject(h) ? h : {});
   const header = o.header ?? 'Idempotency-Key';
   if (typeof header !== 'string' || !HEADER_NAME.test(header)) c.fail('http.header', `expected an HTTP header name, got ${JSON.stringify(header)}`);
   const methods = o.methods === undefined ? ['POST', 'PATCH'] : c.stringList('http.methods', o.methods).map((m) => m.toUpperCase());
@@ -190,7 +210,7 @@ function resolveHttp(c: Checker, value: unknown): ResolvedHttpOptions {
 
 function resolveWorkflows(c: Checker, value: unknown): ResolvedWorkflowOptions {
   if (value !== undefined && !isObject(value)) c.fail('workflows', 'expected an object of workflow settings');
-  const o = isObject(value) ? value : {};
+  const o = c.track('workflows', isObject(value) ? value : {});
   const queuePrefix = o.queuePrefix ?? 'idem-wf';
   if (typeof queuePrefix !== 'string' || queuePrefix.length === 0 || queuePrefix.includes(' ')) {
     c.fail('workflows.queuePrefix', `expected a non-empty string without spaces, got ${JSON.stringify(queuePrefix)}`);
@@ -210,7 +230,7 @@ function resolveWorkflows(c: Checker, value: unknown): ResolvedWorkflowOptions {
 
 function resolveRetention(c: Checker, value: unknown): ResolvedRetentionOptions {
   if (value !== undefined && !isObject(value)) c.fail('retention', 'expected { default?, workflows?, queues?, inbox?, cleanupInterval?, batchSize? }');
-  const o = isObject(value) ? value : {};
+  const o = c.track('retention', isObject(value) ? value : {});
   const queuesMs: Record<string, number> = {};
   if (o.queues !== undefined) {
     if (!isObject(o.queues)) c.fail('retention.queues', 'expected an object of queue name to duration, e.g. { payments: "30d" }');
@@ -226,17 +246,13 @@ function resolveRetention(c: Checker, value: unknown): ResolvedRetentionOptions 
   };
 }
 
-const KNOWN_KEYS = ['postgres', 'redis', 'migrationsRun', 'http', 'workflows', 'retention'];
-
 /** Validates module options and fills in defaults; throws one IdempotencyConfigError naming every bad option. */
 export function resolveOptions(options: IdempotencyModuleOptions | undefined): ResolvedOptions {
   const c = new Checker();
   if (!isObject(options)) {
     throw new IdempotencyConfigError(['options: IdempotencyModule.forRoot() needs an options object with at least postgres and redis']);
   }
-  for (const key of Object.keys(options)) {
-    if (!KNOWN_KEYS.includes(key)) c.fail(key, `unknown option; the options are ${KNOWN_KEYS.join(', ')}`);
-  }
+  options = c.track('', options);
   const resolved: ResolvedOptions = {
     postgres: resolvePostgres(c, options.postgres),
     redis: resolveRedis(c, options.redis),
@@ -245,14 +261,15 @@ export function resolveOptions(options: IdempotencyModuleOptions | undefined): R
     workflows: resolveWorkflows(c, options.workflows),
     retention: resolveRetention(c, options.retention),
   };
+  c.rejectUnknownKeys();
   if (c.problems.length > 0) throw new IdempotencyConfigError(c.problems);
   return resolved;
 }
 
 /** Parses the per-route overrides of `@Idempotent()`; route options are checked once per route. */
 export function resolveRouteOptions(base: ResolvedHttpOptions, route: Record<string, unknown>, where: string): ResolvedHttpOptions {
-  const merged = { ...route };
   const c = new Checker();
+  const merged = c.track('', route);
   const r: ResolvedHttpOptions = {
     ...base,
     ttlMs: c.duration('ttl', merged.ttl, base.ttlMs, { positive: true }),
@@ -265,6 +282,7 @@ export function resolveRouteOptions(base: ResolvedHttpOptions, route: Record<str
     retryableStatuses: c.statusList('retryableStatuses', merged.retryableStatuses, base.retryableStatuses),
     storeServerErrors: c.boolean('storeServerErrors', merged.storeServerErrors, base.storeServerErrors),
   };
+  c.rejectUnknownKeys();
   if (c.problems.length > 0) throw new IdempotencyConfigError(c.problems.map((p) => `@Idempotent() on ${where}: ${p}`));
   return r;
 }

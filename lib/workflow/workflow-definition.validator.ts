@@ -1,4 +1,5 @@
 import { parseDuration } from '../utils/duration';
+import { nearestKey } from '../utils/known-keys';
 import { DEFAULT_STEP_QUEUE, DEFAULT_WORKFLOW_QUEUE } from './workflow.constants';
 import type { StepBackoff, StepOptions, WorkflowIdentity, WorkflowOptions } from './workflow.interfaces';
 
@@ -59,7 +60,9 @@ function duration(value: unknown, where: string, option: string, problems: strin
 
 function unknownKeys(options: object, known: string[], where: string, problems: string[]): void {
   for (const key of Object.keys(options)) {
-    if (!known.includes(key)) problems.push(`${where}: unknown option "${key}"; the options are ${known.join(', ')}`);
+    if (known.includes(key)) continue;
+    const guess = nearestKey(key, known);
+    problems.push(`${where}: unknown option "${key}"; ${guess === undefined ? '' : `did you mean ${guess}? `}(the options are ${known.join(', ')})`);
   }
 }
 

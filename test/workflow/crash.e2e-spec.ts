@@ -58,6 +58,8 @@ describe('worker process killed with SIGKILL', () => {
     ]);
     const checkpoints = await client.steps(handle.executionId);
     expect(checkpoints.map((c) => [c.position, c.status])).toEqual([[0, 'completed'], [1, 'completed'], [2, 'completed']]);
+    // One SIGKILL is one recovery attempt.
+    expect((await handle.execution()).recoveryAttempts).toBe(1);
     await kill(second);
   }, 120_000);
 

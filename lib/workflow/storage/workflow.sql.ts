@@ -85,8 +85,10 @@ const STATEMENTS = (e: string, s: string) => {
        WHERE status IN ('pending', 'running') AND updated_at < now() - ${ms('$1')}
          AND ($3::timestamptz IS NULL OR (updated_at, id) > ($3::timestamptz, $4::uuid))
        ORDER BY updated_at, id LIMIT $2`,
+    // The reconciler counts the incident and hands the execution back as pending, so the run it re-enqueues does
+    // not count the same incident again in begin() (which counts only a run found still 'running').
     countRecovery: `
-      UPDATE ${e} SET recovery_attempts = recovery_attempts + 1, updated_at = now()
+      UPDATE ${e} SET recovery_attempts = recovery_attempts + 1, status = 'pending', updated_at = now()
        WHERE id = $1 AND status IN ('pending', 'running')
       RETURNING recovery_attempts`,
     timeOutExpired: `

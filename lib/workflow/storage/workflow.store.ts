@@ -66,7 +66,10 @@ export abstract class WorkflowStore {
   abstract steps(executionId: string): Promise<StepCheckpoint[]>;
   /** Pending or running executions not updated for `idleMs`. */
   abstract unfinished(idleMs: number, limit: number, after?: UnfinishedExecution): Promise<UnfinishedExecution[]>;
-  /** Counts a recovery of an execution; fails it when the count passes `maxRecoveries`. Returns false when it was failed. */
+  /**
+   * Counts a recovery of an execution whose job was lost and hands it back as pending (so the re-enqueued run does not
+   * count the same incident again); fails it when the count passes `maxRecoveries`. Returns false when it was failed.
+   */
   abstract countRecovery(executionId: string, maxRecoveries: number): Promise<boolean>;
   /** Ends unfinished executions past their deadline as timed_out; returns their ids. */
   abstract timeOutExpired(): Promise<string[]>;

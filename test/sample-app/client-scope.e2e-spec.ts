@@ -39,7 +39,8 @@ describe('sample app: the Idempotency-Key scope is the authenticated client', ()
 
   afterAll(async () => {
     await app?.close();
-    process.env = saved;
+    for (const name of Object.keys(process.env)) if (!(name in saved)) delete process.env[name];
+    Object.assign(process.env, saved);
   });
 
   it('a second client sending the first client\'s key gets its own charge, never the first one\'s response', async () => {

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { IdempotencyModule } from '../lib';
+import { AuthModule } from './auth/auth.module';
 import { idempotencyOptionsFromEnv } from './config/idempotency-options.factory';
 import { DatabaseModule } from './database/database.module';
 import { OrdersModule } from './orders/orders.module';
@@ -15,6 +16,8 @@ import { WebhooksModule } from './webhooks/webhooks.module';
       inject: [ConfigService],
       useFactory: idempotencyOptionsFromEnv,
     }),
+    // Every route needs a bearer token (unless @Public()); the Idempotency-Key scope is the authenticated client.
+    AuthModule,
     DatabaseModule,
     PaymentsModule,
     WebhooksModule,

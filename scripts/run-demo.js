@@ -21,13 +21,19 @@ const out = (line = '') => process.stdout.write(`${line}\n`);
 const indent = (text, pad = '      ') => text.split('\n').map((l) => pad + l).join('\n');
 const newKey = (label) => `demo-${label}-${randomUUID()}`;
 
+// The sample app authenticates every API call with a bearer token and scopes Idempotency-Keys to that client.
+const CLIENT_A = { id: 'shop-a', token: `demo-a-${randomUUID()}` };
+const CLIENT_B = { id: 'shop-b', token: `demo-b-${randomUUID()}` };
+const API_TOKENS = `${CLIENT_A.token}=${CLIENT_A.id},${CLIENT_B.token}=${CLIENT_B.id}`;
+const auth = (client = CLIENT_A) => ({ Authorization: `Bearer ${client.token}` });
+
 /** Starts the sample app on a free port (see waitForApp). */
 async function startApp(env) {
   const port = await freePort();
   const logs = [];
   const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', path.join('sample-app', 'main.ts')], {
     cwd: ROOT,
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', TS_NODE_PROJECT: path.join(ROOT, 'tsconfig.json'), NO_COLOR: '1' },
+    env: { ...process.env, SAMPLE_API_TOKENS: API_TOKENS, ...env, PORT: String(port), HOST: '127.0.0.1', TS_NODE_PROJECT: path.join(ROOT, 'tsconfig.json'), NO_COLOR: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const collect = (chunk) => {
@@ -49,7 +55,7 @@ async function waitForApp(app) {
       throw new DemoFailure(`the sample app exited during startup (code ${child.exitCode ?? child.signalCode})`);
     }
     try {
-      const res = await fetch(`${app.base}/payments/ledger/count`, { signal: AbortSignal.timeout(2000) });
+      const res = await fetch(`${app.base}/payments/ledger/count`, { headers: auth(), signal: AbortSignal.timeout(2000) });
       if (res.ok) return;
     } catch {
       // not listening yet
@@ -59,11 +65,11 @@ async function waitForApp(app) {
   }
 }
 
-/** POST /payments with a key; returns status, headers and parsed body. */
-async function charge(app, key, body) {
+/** POST /payments with a key, as `client`; returns status, headers and parsed body. */
+async function charge(app, key, body, client = CLIENT_A) {
   const res = await fetch(`${app.base}/payments`, {
     method: 'POST',
-    headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key },
+    headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key, ...auth(client) },
     body: JSON.stringify(body),
   });
   const text = await res.text();
@@ -77,13 +83,13 @@ async function charge(app, key, body) {
 }
 
 async function ledgerCount(app) {
-  const res = await fetch(`${app.base}/payments/ledger/count`);
+  const res = await fetch(`${app.base}/payments/ledger/count`, { headers: auth() });
   check(res.ok, `GET /payments/ledger/count answered ${res.status}`);
   return (await res.json()).count;
 }
 
-function showRequest(key, body) {
-  out(`    POST /payments   Idempotency-Key: ${key}`);
+function showRequest(key, body, client = CLIENT_A) {
+  out(`    POST /payments   Idempotency-Key: ${key}   (as ${client.id})`);
   out(`    ${JSON.stringify(body)}`);
 }
 
@@ -112,7 +118,7 @@ async function runScript(app) {
   check(first.headers.get('Idempotent-Replayed') === null, 'the first response must not carry Idempotent-Replayed');
   const location = first.headers.get('Location');
   check(location === `/payments/${first.json.id}`, `expected Location /payments/${first.json.id}, got ${location}`);
-  const fetched = await fetch(app.base + location);
+  const fetched = await fetch(app.base + location, { headers: auth() });
   out(`    GET ${location} → ${fetched.status}`);
   check(fetched.status === 200, `GET ${location} answered ${fetched.status}`);
   check((await ledgerCount(app)) === baseline + 1, 'the first charge should add exactly one ledger row');
@@ -167,18 +173,35 @@ async function runScript(app) {
   check((mismatch.headers.get('Content-Type') || '').startsWith('application/problem+json'), 'expected an application/problem+json body');
   check(mismatch.json && mismatch.json.status === 422 && typeof mismatch.json.type === 'string', 'the 422 body is not problem details');
 
-  // 5. The ledger.
+  // 5. Another client sends the first client's key.
+  out();
+  out(`5) Another client (${CLIENT_B.id}, its own token) sends ${CLIENT_A.id}'s key — keys are scoped to the authenticated client`);
+  showRequest(key, body, CLIENT_B);
+  const foreign = await charge(app, key, body, CLIENT_B);
+  showResponse(foreign, ['Location', 'Idempotent-Replayed']);
+  check(foreign.status === 201, `expected 201 for the other client's own charge, got ${foreign.status}: ${foreign.text}`);
+  check(foreign.headers.get('Idempotent-Replayed') === null, `${CLIENT_B.id} was replayed ${CLIENT_A.id}'s response`);
+  check(foreign.json.id !== first.json.id, `${CLIENT_B.id} received ${CLIENT_A.id}'s payment`);
+  const anonymous = await fetch(`${app.base}/payments`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key },
+    body: JSON.stringify(body),
+  });
+  out(`    the same request without a bearer token → ${anonymous.status}`);
+  check(anonymous.status === 401, `expected 401 without a token, got ${anonymous.status}`);
+
+  // 6. The ledger.
   out();
   const final = await ledgerCount(app);
-  out(`5) Ledger: ${final} charge(s) in total, ${final - baseline} added by this demo ` +
-    `from ${3 + CONCURRENT} payment requests (expected 2: one per key).`);
-  check(final === baseline + 2, `expected the demo to add 2 ledger rows, it added ${final - baseline}`);
+  out(`6) Ledger: ${final} charge(s) in total, ${final - baseline} added by this demo ` +
+    `from ${4 + CONCURRENT} payment requests (expected 3: one per client and key).`);
+  check(final === baseline + 3, `expected the demo to add 3 ledger rows, it added ${final - baseline}`);
 }
 
-/** 6. A webhook delivered several times (twice at once) is handled once, through the inbox. */
+/** 7. A webhook delivered several times (twice at once) is handled once, through the inbox. */
 async function runWebhookScript(app) {
   out();
-  out('6) The payment provider delivers one webhook event 4 times (2 at once) — the inbox handles it once');
+  out('7) The payment provider delivers one webhook event 4 times (2 at once) — the inbox handles it once');
   const event = { id: `evt_${randomUUID()}`, type: 'payment.succeeded', data: { paymentId: 'demo' } };
   const deliver = async () => {
     const res = await fetch(`${app.base}/webhooks/payment-provider`, {
@@ -210,7 +233,7 @@ const WORKFLOW_DEMO_ENV = {
 };
 
 async function orderState(app, orderId) {
-  const res = await fetch(`${app.base}/orders/${orderId}`);
+  const res = await fetch(`${app.base}/orders/${orderId}`, { headers: auth() });
   check(res.ok, `GET /orders/${orderId} answered ${res.status}`);
   return res.json();
 }
@@ -225,14 +248,14 @@ async function pollOrder(app, orderId, until, what, timeoutMs = 60000) {
   }
 }
 
-/** 7. An order workflow whose worker is killed with SIGKILL mid-step completes after a restart; completed steps ran once. */
+/** 8. An order workflow whose worker is killed with SIGKILL mid-step completes after a restart; completed steps ran once. */
 async function runWorkflowScript(app, env) {
   out();
-  out('7) An order runs as a durable workflow (charge → reserve-stock → send-confirmation); its worker is killed mid-step');
+  out('8) An order runs as a durable workflow (charge → reserve-stock → send-confirmation); its worker is killed mid-step');
   const orderId = `demo-${randomUUID().slice(0, 8)}`;
   const res = await fetch(`${app.base}/orders`, {
     method: 'POST',
-    headers: { 'Content-Type': 'application/json', 'Idempotency-Key': newKey('order') },
+    headers: { 'Content-Type': 'application/json', 'Idempotency-Key': newKey('order'), ...auth() },
     body: JSON.stringify({ orderId, amount: 4200, sku: 'BOOK-1', quantity: 1 }),
   });
   const started = await res.json();

@@ -34,6 +34,11 @@ export interface CompletedRecord {
 
 /** What the store answers to a claim. */
 export type ClaimOutcome =
-  | { kind: 'acquired'; claim: Claim }
+  /**
+   * `takenOver`: the claim replaced a record that was never released — a holder whose lease lapsed (presumed
+   * dead) or an expired outcome — rather than a free key or one released after a failure. Stores that cannot
+   * tell leave it undefined.
+   */
+  | { kind: 'acquired'; claim: Claim; takenOver?: boolean }
   | { kind: 'completed'; record: CompletedRecord }
   | { kind: 'in_progress'; fingerprint: string; lockedUntil: number };

@@ -15,8 +15,11 @@ import { setLongInterval } from '../utils/long-timer';
 
 /** What `begin` decided for a request. */
 export type BeginResult =
-  /** `waited`: set by beginOrWait when the key was held by another caller first (who then released it). */
-  | { kind: 'acquired'; claim: Claim; waited?: boolean }
+  /**
+   * `waited`: set by beginOrWait when the key was held by another caller first. `takenOver`: this claim
+   * replaced a holder whose lease lapsed (see ClaimOutcome) rather than one that released the key.
+   */
+  | { kind: 'acquired'; claim: Claim; waited?: boolean; takenOver?: boolean }
   | { kind: 'replay'; record: CompletedRecord }
   | { kind: 'mismatch' }
   | { kind: 'in_progress'; retryAfterMs: number };
@@ -106,14 +109,17 @@ export class IdempotencyService {
         if (options.onDuplicate === 'raise') throw new DuplicateExecutionError(key, 'completed');
         return replayOutcome(key, begun.record.result as RunOutcome) as Awaited<T>;
       case 'acquired':
-        if (begun.waited) await this.rethrowFailureWaitedFor(begun.claim, Date.now() - waitStarted);
+        // The run this call waited for released the key after a failure: report it. A holder that died (its
+        // lapsed lease was taken over) reported nothing, so this call runs; so does the first caller.
+        if (begun.waited && !begun.takenOver) await this.rethrowFailureWaitedFor(begun.claim, Date.now() - waitStarted);
         return this.runClaimed(begun.claim, fn, options.onFailure ?? 'unlock');
     }
   }
 
   /**
-   * A duplicate that waited for the first call and then got the key: if the first call failed (rather than
-   * crashed), the duplicate gets its error instead of running again.
+   * A duplicate that waited for a holder, which then released the key: if that holder failed, the duplicate
+   * gets its error instead of running again. Only failures released while this call waited count, never an
+   * older one (a holder that crashed releases nothing: its claim is taken over, see run()).
    */
   private async rethrowFailureWaitedFor(claim: Claim, waitedMs: number): Promise<void> {
     const failure = (await this.store.recentFailure(claim.scope, claim.key, waitedMs + WAIT_POLL_MAX_MS)) as RunOutcome | undefined;

@@ -1,5 +1,6 @@
 import { ConfigService } from '@nestjs/config';
-import type { IdempotencyModuleOptions, IdempotencyRequest } from '../../lib';
+import type { IdempotencyModuleOptions } from '../../lib';
+import { idempotencyScope } from '../auth/principal';
 
 /** Reads one optional setting; an absent or empty variable leaves the library's default. */
 type Reader = (name: string) => string | undefined;
@@ -23,7 +24,8 @@ function compact<T extends object>(object: T): T {
 
 /**
  * Every IdempotencyModule option from environment variables (see the README's configuration reference for
- * the names). Only DATABASE_URL is required; without REDIS_URL the module runs on Postgres alone.
+ * the names). Only DATABASE_URL is required; without REDIS_URL the module runs on Postgres alone. The key's
+ * scope is not configurable here: it is always the authenticated client (sample-app/auth).
  */
 export function idempotencyOptionsFromEnv(config: ConfigService): IdempotencyModuleOptions {
   const env: Reader = (name) => {
@@ -31,7 +33,6 @@ export function idempotencyOptionsFromEnv(config: ConfigService): IdempotencyMod
     return value === undefined || value === '' ? undefined : value;
   };
   const redisUrl = env('REDIS_URL');
-  const scopeHeader = env('IDEMPOTENCY_SCOPE_HEADER')?.toLowerCase();
   return {
     postgres: compact({ url: config.getOrThrow<string>('DATABASE_URL'), schema: env('IDEMPOTENCY_SCHEMA'), poolSize: int(env('IDEMPOTENCY_PG_POOL_SIZE')) }),
     redis: redisUrl
@@ -54,7 +55,8 @@ export function idempotencyOptionsFromEnv(config: ConfigService): IdempotencyMod
       ignoreBodyFields: list(env('IDEMPOTENCY_IGNORE_BODY_FIELDS')),
       failOpen: bool(env('IDEMPOTENCY_FAIL_OPEN')),
       wait: durationOrFalse(env('IDEMPOTENCY_WAIT')),
-      scope: scopeHeader ? (request: IdempotencyRequest) => request.headers[scopeHeader] as string | undefined : undefined,
+      // Never from a header the client chooses: see idempotencyScope.
+      scope: idempotencyScope,
     }),
     workflows: compact({
       queuePrefix: env('WORKFLOWS_QUEUE_PREFIX'),

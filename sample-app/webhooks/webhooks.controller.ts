@@ -1,9 +1,16 @@
 import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { InboxService } from '../../lib';
+import { InboxService, SkipIdempotency } from '../../lib';
+import { Public } from '../auth/public.decorator';
 import { parsePaymentEvent } from './payment-event';
 import { PaymentEventsRepository } from './payment-events.repository';
 
-/** Receives the payment provider's webhooks: each event id is handled once, however often it is delivered. */
+/**
+ * Receives the payment provider's webhooks: each event id is handled once, however often it is delivered.
+ * No bearer token: a real provider is authenticated by its payload signature (not shown here). Deliveries are
+ * deduplicated by event id through the inbox, so the Idempotency-Key interceptor stays out of the way.
+ */
+@Public()
+@SkipIdempotency()
 @Controller('webhooks/payment-provider')
 export class WebhooksController {
   constructor(

@@ -43,8 +43,9 @@ export function idempotencySql(schema: string): IdempotencySql {
   const statements = {
     // One round trip. A live record (completed and unexpired, or any claim whose lease is still held —
     // even past its TTL) is read without a row lock, so replays and duplicates cost no write. Otherwise the
-    // key is taken: new, expired, or a dead holder's lease with the same request. An empty result means the
-    // conflicting row is newer than this statement's snapshot: the caller asks again.
+    // key is taken: new, expired, or a dead holder's lease with the same request (taken_over when an existing
+    // unreleased row was replaced: attempts only grows on that path). An empty result means the conflicting
+    // row is newer than this statement's snapshot: the caller asks again.
     claim: `
       WITH live AS (
         SELECT id, status AS outcome, fingerprint, result, locked_until, expires_at
@@ -60,12 +61,13 @@ export function idempotencySql(schema: string): IdempotencySql {
           attempts = r.attempts + 1, created_at = now(), completed_at = NULL
         WHERE NOT (r.status = 'in_progress' AND r.locked_until > now())
           AND (r.expires_at <= now() OR (r.status = 'in_progress' AND r.fingerprint = EXCLUDED.fingerprint))
-        RETURNING r.id
+        RETURNING r.id, r.attempts
       )
-      SELECT id, 'acquired' AS outcome, NULL AS fingerprint, NULL::jsonb AS result, NULL::timestamptz AS locked_until, NULL::timestamptz AS expires_at
+      SELECT id, 'acquired' AS outcome, NULL AS fingerprint, NULL::jsonb AS result, NULL::timestamptz AS locked_until, NULL::timestamptz AS expires_at,
+             attempts > 1 AS taken_over
         FROM taken
       UNION ALL
-      SELECT id, outcome, fingerprint, result, locked_until, expires_at FROM live`,
+      SELECT id, outcome, fingerprint, result, locked_until, expires_at, NULL::boolean AS taken_over FROM live`,
     complete: `
       UPDATE ${table} SET status = 'completed', result = $3::jsonb, locked_until = NULL, completed_at = now()
        WHERE id = $1 AND lease_token = $2 AND status = 'in_progress'

@@ -11,6 +11,8 @@ interface ClaimRow extends QueryResultRow {
   result: unknown;
   locked_until: Date | null;
   expires_at: Date;
+  /** On an acquired claim: an unreleased record (dead holder, expired outcome) was replaced. */
+  taken_over: boolean | null;
 }
 
 /** How many times a claim is retried when it lost a race against a row its snapshot could not see yet. */
@@ -90,6 +92,7 @@ export class PostgresIdempotencyStore extends IdempotencyStore {
         return {
           kind: 'acquired',
           claim: { id: String(row.id), scope: request.scope, key: request.key, fingerprint: request.fingerprint, token, leaseMs: request.leaseMs },
+          takenOver: row.taken_over === true,
         };
       case 'completed':
         return { kind: 'completed', record: { fingerprint: row.fingerprint, result: row.result, expiresAt: row.expires_at.getTime() } };

@@ -149,8 +149,8 @@ describe('IdempotencyTestingModule', () => {
   });
 
   it('workflows: a step past its timeout is checkpointed as failed with StepTimeoutError and fails the workflow', async () => {
-    const handle = await app.get(WorkflowClient).start(SlowWorkflow, undefined as never);
-    await expect(handle.result()).rejects.toMatchObject({ error: { name: 'StepFailedError', message: expect.stringContaining('slow') as unknown } });
+    const handle = await app.get(WorkflowClient).start(SlowWorkflow, undefined);
+    await expect(handle.result()).rejects.toMatchObject({ error: { name: 'StepFailedError', message: expect.stringContaining('slow') } });
     const [step] = await app.get(WorkflowClient).steps(handle.executionId);
     expect(step).toMatchObject({ name: 'slow', status: 'failed', error: { name: StepTimeoutError.name } });
   });

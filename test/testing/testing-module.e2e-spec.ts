@@ -57,6 +57,11 @@ class SlowWorkflow {
   }
 }
 
+/** Every timer API but the date stays real, so the engine's own timers keep running. */
+const ONLY_DATE_FAKED: NonNullable<Extract<Parameters<typeof jest.useFakeTimers>[0], { doNotFake?: unknown }>['doNotFake']> = [
+  'hrtime', 'nextTick', 'performance', 'queueMicrotask', 'setImmediate', 'clearImmediate', 'setInterval', 'clearInterval', 'setTimeout', 'clearTimeout',
+];
+
 async function boot(options?: IdempotencyTestingOptions): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({
     imports: [IdempotencyTestingModule.forRoot(options)],
@@ -94,6 +99,21 @@ describe('IdempotencyTestingModule', () => {
     } finally {
       await other.close();
     }
+  });
+
+  it('time is Date.now(): a fake clock that only moves the date expires a TTL without waiting', async () => {
+    const service = app.get(IdempotencyService);
+    const runs: string[] = [];
+    await service.run('clocked', () => runs.push('first'), { ttl: '1h' });
+    jest.useFakeTimers({ doNotFake: ONLY_DATE_FAKED, now: Date.now() });
+    try {
+      await service.run('clocked', () => runs.push('replayed?'), { ttl: '1h' });
+      jest.setSystemTime(Date.now() + 2 * 3_600_000);
+      await service.run('clocked', () => runs.push('after the TTL'), { ttl: '1h' });
+    } finally {
+      jest.useRealTimers();
+    }
+    expect(runs).toEqual(['first', 'after the TTL']);
   });
 
   it('inbox: a failed handler records nothing, so the redelivery runs; a concurrent redelivery waits and is a duplicate', async () => {

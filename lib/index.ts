@@ -64,6 +64,7 @@ export { REPLAYED_HEADER } from './idempotency.constants';
 /** `IdempotencyModule` for unit tests: in-memory stores with the same rules, workflows in process, no Postgres or Redis. */
 export { IdempotencyTestingModule } from './testing/idempotency-testing.module';
 export type { IdempotencyTestingOptions } from './testing/idempotency-testing-options';
+export { NoDatabaseInTestModeError } from './testing/memory-inbox.service';
 /** The in-memory stores behind `IdempotencyTestingModule` (get them from the testing module to inspect or `clear()` them). */
 export { MemoryIdempotencyStore } from './storage/memory/memory-idempotency.store';
 export { MemoryIdempotencyCache } from './storage/memory/memory-idempotency.cache';

@@ -1,6 +1,7 @@
 import type { HttpIdempotencyOptions, WorkflowModuleOptions } from '../interfaces/idempotency-options.interface';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import type { RetentionOptions } from '../retention/retention.interfaces';
+import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 import { resolveOptions } from '../utils/validate-options';
 
 /** Options of `IdempotencyTestingModule.forRoot()`: the module's own, minus everything about Postgres and Redis. */
@@ -13,11 +14,19 @@ export interface IdempotencyTestingOptions {
   retention?: Omit<RetentionOptions, 'cleanupInterval' | 'batchSize'>;
 }
 
+const KNOWN_KEYS = ['http', 'workflows', 'retention'];
+
 /** A placeholder the validation needs; nothing ever connects to it. */
 const NO_POSTGRES = 'postgres://in-memory/idempotency-testing';
 
 /** Validates the testing options with the module's own rules (one IdempotencyConfigError naming every bad option). */
 export function resolveTestingOptions(options: IdempotencyTestingOptions = {}): ResolvedOptions {
+  const unknown = Object.keys(options).filter((key) => !KNOWN_KEYS.includes(key));
+  if (unknown.length > 0) {
+    throw new IdempotencyConfigError(unknown.map((key) => (
+      `${key}: not an option of IdempotencyTestingModule.forRoot(), which takes ${KNOWN_KEYS.join(', ')} (it has no Postgres or Redis to configure)`
+    )));
+  }
   const resolved = resolveOptions({
     postgres: { url: NO_POSTGRES },
     redis: false,

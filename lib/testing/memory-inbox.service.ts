@@ -1,14 +1,24 @@
 import type { EntityManager } from 'typeorm';
 import type { InboxBatchOutcome, InboxOutcome, InboxService } from '../inbox/inbox.service';
 
+/** An inbox handler used its EntityManager under IdempotencyTestingModule, which has no database. */
+export class NoDatabaseInTestModeError extends Error {
+  readonly code = 'NO_DATABASE_IN_TEST_MODE';
+
+  constructor(readonly property: string) {
+    super(
+      `IdempotencyTestingModule has no database: the inbox handler used manager.${property}. ` +
+        'Test the handler\'s database writes against Postgres with IdempotencyModule, or keep them out of the unit under test.',
+    );
+    this.name = 'NoDatabaseInTestModeError';
+  }
+}
+
 /** What an inbox handler receives in test mode: there is no database, so any use says so. */
 const NO_DATABASE = new Proxy({} as EntityManager, {
   get(_target, property) {
     if (property === 'then') return undefined; // not a thenable
-    throw new Error(
-      `IdempotencyTestingModule has no database: the inbox handler used manager.${String(property)}. ` +
-        'Test the handler\'s database writes against Postgres with IdempotencyModule, or keep them out of the unit under test.',
-    );
+    throw new NoDatabaseInTestModeError(String(property));
   },
 });
 

@@ -268,6 +268,7 @@ export class MemoryWorkflowStore extends WorkflowStore {
       completedAt: now,
       error: {
         name: 'RecoveryAttemptsExhaustedError',
+        code: 'RECOVERY_ATTEMPTS_EXHAUSTED',
         message: `the execution was interrupted or re-enqueued more than ${maxRecoveries} times (workflows.maxRecoveryAttempts); resume it once the cause is fixed`,
       },
     });

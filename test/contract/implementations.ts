@@ -1,0 +1,48 @@
+import { INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { IdempotencyService, IdempotencyStore, IdempotencyTestingModule, WorkflowStore } from '../../lib';
+import { createTestApp, uniqueSchema } from '../support/test-app';
+
+/** What a contract test drives: the engine with its store and cache, and the workflow store. */
+export interface Subject {
+  service: IdempotencyService;
+  store: IdempotencyStore;
+  workflows: WorkflowStore;
+  close(): Promise<void>;
+}
+
+/** One implementation of the stores under the shared contract. */
+export interface Implementation {
+  name: string;
+  boot(): Promise<Subject>;
+}
+
+function subjectOf(app: INestApplication): Subject {
+  return {
+    service: app.get(IdempotencyService),
+    store: app.get(IdempotencyStore),
+    workflows: app.get(WorkflowStore),
+    close: () => app.close(),
+  };
+}
+
+/**
+ * Every implementation the library ships: Postgres with Redis in front (IdempotencyModule, real servers) and the
+ * in-memory stores of IdempotencyTestingModule. The contract suites run each case against both, so they cannot drift.
+ */
+export const IMPLEMENTATIONS: Implementation[] = [
+  {
+    name: 'Postgres + Redis',
+    boot: async () => subjectOf(await createTestApp({ adapter: 'express', schema: uniqueSchema('contract'), controllers: [] })),
+  },
+  {
+    name: 'in-memory (IdempotencyTestingModule)',
+    boot: async () => {
+      const moduleRef = await Test.createTestingModule({ imports: [IdempotencyTestingModule.forRoot()] }).compile();
+      const app = moduleRef.createNestApplication();
+      app.useLogger(false);
+      await app.init();
+      return subjectOf(app);
+    },
+  },
+];

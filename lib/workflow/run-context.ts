@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { RunJournal } from './run-journal';
 import type { RegisteredWorkflow } from './workflow.registry';
-import type { StepCheckpoint, WorkflowExecution } from './workflow.interfaces';
+import type { WorkflowExecution } from './workflow.interfaces';
 
 /** Why a run stopped before its function returned. */
 export type StopReason = 'cancelled' | 'timed_out' | 'finished' | 'shutdown' | 'nondeterministic' | 'infrastructure';
@@ -17,10 +18,8 @@ export class RunStopped extends Error {
 export interface RunContext {
   execution: WorkflowExecution;
   workflow: RegisteredWorkflow;
-  /** Next step position; assigned synchronously at each step call, so positions follow program order. */
-  nextPosition: number;
-  /** Checkpoints loaded when the replay began, by position. */
-  checkpoints: Map<number, StepCheckpoint>;
+  /** Step positions and the recorded outcomes, handed to the workflow code in their recorded order. */
+  journal: RunJournal;
   /** Set when no further step may start; pending waits end with it. */
   stopped?: RunStopped;
   /** Fires when `stopped` is set. */
@@ -34,5 +33,6 @@ export const runStorage = new AsyncLocalStorage<RunContext>();
 export function stopRun(run: RunContext, stop: RunStopped): void {
   if (run.stopped) return;
   run.stopped = stop;
+  run.journal.close(stop);
   run.abort.abort();
 }

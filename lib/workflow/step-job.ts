@@ -10,6 +10,8 @@ export interface StepJobData {
   step: string;
   position: number;
   args: unknown[];
+  /** Hash of the canonical arguments, stored with the checkpoint (absent in jobs of older versions). */
+  argsHash?: string;
 }
 
 /** @internal What a step job returns: the checkpoint (written or adopted), or why the step did not run. */

@@ -83,7 +83,7 @@ export class StepWorker {
       } else {
         const attempt = job.attemptsMade + 1;
         const outcome = await this.attempt(step, instance, data, attempt);
-        const { checkpoint } = await this.store.checkpoint(data.executionId, data.position, step.name, outcome, attempt);
+        const { checkpoint } = await this.store.checkpoint(data.executionId, data.position, step.name, outcome, attempt, data.argsHash ?? null);
         result = { kind: 'checkpoint', checkpoint };
       }
       this.queues.notify(queue, jobId, { kind: 'completed', value: result });

@@ -8,11 +8,13 @@ import { WorkflowTimeoutError } from '../errors/workflow-timeout.error';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { RunContext, runStorage, RunStopped, stopRun } from './run-context';
+import { RunJournal } from './run-journal';
+import { stepArgsHash } from './step-args-hash';
 import { serializeError } from './serialize-error';
 import { stepStorage } from './step-context';
 import { isStepJobResult, reviveCheckpoint, StepJobData } from './step-job';
 import { StepWorker } from './step-worker';
-import { WorkflowStore } from './storage/workflow.store';
+import { RecordedStep, RunEnd, WorkflowStore } from './storage/workflow.store';
 import type { StepCheckpoint } from './workflow.interfaces';
 import { RegisteredStep, WorkflowRegistry } from './workflow.registry';
 import { JobSignal, stepJobId, workflowJobId, WorkflowQueues } from './workflow-queues';
@@ -26,9 +28,10 @@ export type RunOutcome = 'finished' | 'released';
 const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
 
 /**
- * Runs and replays workflow functions. Each step call gets the next position; a stored checkpoint answers it
- * (after checking the stored name), otherwise the step job is added and its checkpoint awaited: from the step
- * worker in this process, from BullMQ events, and by polling Postgres and the job, so a vanished job is re-added.
+ * Runs and replays workflow functions. Each step call gets the next position from the run's journal; a stored
+ * checkpoint answers it (after checking the stored name and argument hash), otherwise the step job is added and its
+ * checkpoint awaited: from the step worker in this process, from BullMQ events, and by polling Postgres and the job,
+ * so a vanished job is re-added. The journal hands outcomes to the workflow code in their recorded order.
  */
 @Injectable()
 export class WorkflowExecutor {
@@ -65,18 +68,14 @@ export class WorkflowExecutor {
       await this.store.release(executionId);
       throw new WorkflowNotFoundError(`workflow "${execution.workflowName}" is not registered in this instance`);
     }
-    const run: RunContext = {
-      execution,
-      workflow,
-      nextPosition: 0,
-      checkpoints: new Map(begun.checkpoints.map((c) => [c.position, c])),
-      abort: new AbortController(),
-    };
+    const run: RunContext = { execution, workflow, journal: this.journal(executionId, begun.recorded, () => run), abort: new AbortController() };
     this.active.add(run);
     let timer: LongTimer | undefined;
     try {
       const deadline = execution.deadlineAt?.getTime();
       const body = runStorage.run(run, () => Promise.resolve().then(() => workflow.instance.run(execution.input)));
+      // What the function received up to its end is what resume() judges by: nothing is delivered after it settles.
+      body.then(() => run.journal.close(), () => run.journal.close());
       const stopped = new Promise<never>((_, reject) => {
         run.abort.signal.addEventListener('abort', () => reject(run.stopped ?? new RunStopped('finished')), { once: true });
         if (deadline !== undefined) {
@@ -112,21 +111,41 @@ export class WorkflowExecutor {
         await this.store.release(id).catch(() => undefined);
         return 'released';
       case 'cancelled':
+        await this.store.recordRunEnd(id, this.runEnd(run)).catch((e: Error) => {
+          this.logger.warn(`execution ${id}: could not record what its cancelled run received (${e.message}); resume() re-runs its last failure only`);
+        });
+        return 'finished';
       case 'finished':
         return 'finished';
       case 'timed_out':
         await this.store.finish(id, 'timed_out', { error: serializeError(new WorkflowTimeoutError(id)) });
         return 'finished';
       case 'nondeterministic':
-        await this.store.finish(id, 'failed', { error: serializeError(stop.error) });
+        await this.store.finish(id, 'failed', { error: serializeError(stop.error), end: this.runEnd(run) });
         return 'finished';
       case 'infrastructure':
         // Postgres or Redis stayed unreachable: leave the status alone; the job fails and is recovered later.
         throw stop.error;
       default:
-        await this.store.finish(id, 'failed', { error: serializeError(err) });
+        await this.store.finish(id, 'failed', { error: serializeError(err), end: this.runEnd(run, err) });
         return 'finished';
     }
+  }
+
+  /** What the run received, and which of its step failures its error carries: resume() re-runs those and the unreceived. */
+  private runEnd(run: RunContext, err?: unknown): RunEnd {
+    return { deliveredThrough: run.journal.deliveredThrough, endedBy: err === undefined ? [] : run.journal.endedBy(err) };
+  }
+
+  private journal(executionId: string, recorded: RecordedStep[], run: () => RunContext): RunJournal {
+    return new RunJournal(recorded, {
+      fetch: (from, to) => this.store.recordedBetween(executionId, from, to),
+      stalled: (due) => {
+        const error = new DeterminismError(executionId, due.position, due.name, due.name, { notCalled: true });
+        stopRun(run(), new RunStopped('nondeterministic', error));
+      },
+      failed: (err) => stopRun(run(), new RunStopped('infrastructure', err)),
+    }, this.options.workflows.lockDurationMs);
   }
 
   /** Retention "0": a finished execution goes at once (an execution handed back to pending stays). */
@@ -142,36 +161,50 @@ export class WorkflowExecutor {
   }
 
   private async durableStep(run: RunContext, step: RegisteredStep, args: unknown[]): Promise<unknown> {
-    const position = run.nextPosition++;
-    const stored = run.checkpoints.get(position);
-    if (stored) return this.answer(run, step, position, stored);
     if (run.stopped) throw run.stopped;
-    let checkpoint: StepCheckpoint;
+    const argsHash = stepArgsHash(args);
+    const { position, recorded, outcome } = run.journal.call();
+    if (recorded) this.verify(run, step, position, argsHash, recorded);
+    if (recorded?.status !== 'completed' && recorded?.status !== 'failed') void this.follow(run, step, position, args, argsHash);
+    return this.answer(run, step, position, argsHash, await outcome);
+  }
+
+  /** Runs (or waits for) the step's job and hands its checkpoint to the journal, which delivers it in its turn. */
+  private async follow(run: RunContext, step: RegisteredStep, position: number, args: unknown[], argsHash: string): Promise<void> {
     try {
-      checkpoint = await this.awaitStep(run, step, position, args);
+      let checkpoint = await this.awaitStep(run, step, position, args, argsHash);
+      // A checkpoint without its number (from a step worker of an older version) is read again from Postgres.
+      if (typeof checkpoint.sequence !== 'number') checkpoint = (await this.store.stepState(run.execution.executionId, position)).checkpoint ?? checkpoint;
+      run.journal.record(checkpoint);
     } catch (err) {
-      if (err instanceof RunStopped) throw err;
-      const stop = new RunStopped('infrastructure', err);
-      stopRun(run, stop);
-      throw stop;
+      if (!(err instanceof RunStopped)) stopRun(run, new RunStopped('infrastructure', err));
     }
-    return this.answer(run, step, position, checkpoint);
+  }
+
+  /** The step called at a position must be the one recorded there: same name, same arguments. */
+  private verify(run: RunContext, step: RegisteredStep, position: number, argsHash: string, recorded: RecordedStep): void {
+    const sameArgs = recorded.argsHash === null || recorded.argsHash === argsHash;
+    if (recorded.name === step.name && sameArgs) return;
+    const error = new DeterminismError(run.execution.executionId, position, recorded.name, step.name, {
+      recordedArgsHash: recorded.argsHash,
+      calledArgsHash: argsHash,
+    });
+    stopRun(run, new RunStopped('nondeterministic', error));
+    throw error;
   }
 
   /** The stored outcome as the step call's outcome: its result, or its final error thrown again. */
-  private answer(run: RunContext, step: RegisteredStep, position: number, checkpoint: StepCheckpoint): unknown {
-    if (checkpoint.name !== step.name) {
-      const error = new DeterminismError(run.execution.executionId, position, checkpoint.name, step.name);
-      stopRun(run, new RunStopped('nondeterministic', error));
-      throw error;
-    }
+  private answer(run: RunContext, step: RegisteredStep, position: number, argsHash: string, checkpoint: StepCheckpoint): unknown {
+    this.verify(run, step, position, argsHash, checkpoint);
     if (checkpoint.status === 'failed') {
-      throw new StepFailedError(step.name, position, checkpoint.attempts, checkpoint.error ?? { name: 'Error', message: 'unknown error' });
+      const error = new StepFailedError(step.name, position, checkpoint.attempts, checkpoint.error ?? { name: 'Error', message: 'unknown error' });
+      run.journal.noteFailure(error, position);
+      throw error;
     }
     return checkpoint.result;
   }
 
-  private async awaitStep(run: RunContext, step: RegisteredStep, position: number, args: unknown[]): Promise<StepCheckpoint> {
+  private async awaitStep(run: RunContext, step: RegisteredStep, position: number, args: unknown[], argsHash: string): Promise<StepCheckpoint> {
     const { execution } = run;
     const jobId = stepJobId(execution.executionId, position);
     const queue = this.queues.queue(step.queue);
@@ -183,6 +216,7 @@ export class WorkflowExecutor {
       step: step.name,
       position,
       args,
+      argsHash,
     };
     let signal: JobSignal | undefined;
     let wake: (() => void) | undefined;
@@ -235,7 +269,7 @@ export class WorkflowExecutor {
         if (++readds > this.options.workflows.maxRecoveryAttempts) {
           const lost = new Error(`the job of step "${step.name}" (#${position}) was lost ${readds - 1} times`);
           lost.name = 'StepJobLostError';
-          const { checkpoint } = await this.store.checkpoint(execution.executionId, position, step.name, { status: 'failed', error: serializeError(lost) }, 0);
+          const { checkpoint } = await this.store.checkpoint(execution.executionId, position, step.name, { status: 'failed', error: serializeError(lost) }, 0, argsHash);
           return checkpoint;
         }
         if (jobState !== 'unknown') await queue.remove(jobId).catch(() => undefined);

@@ -84,6 +84,10 @@ export interface StepCheckpoint {
   error: StoredError | null;
   attempts: number;
   completedAt: Date;
+  /** The order in which this outcome was recorded in its execution (0, 1, 2 …); replay hands outcomes to the workflow in this order. */
+  sequence: number;
+  /** Hash of the step's canonical arguments (null for checkpoints written before it was recorded); replay compares it. */
+  argsHash: string | null;
 }
 
 /** What a step sees through `currentStep()`. */

@@ -3,7 +3,7 @@ import { RecoveryAttemptsExhaustedError } from '../../errors/recovery-attempts-e
 import type { StoredError } from '../../errors/workflow-failed.error';
 import type { ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
 import { retryTransient } from './transient';
-import { BeginOutcome, NewExecution, StepOutcome, UnfinishedExecution, WorkflowStore } from './workflow.store';
+import { BeginOutcome, NewExecution, RecordedStep, RunEnd, StepOutcome, UnfinishedExecution, WorkflowStore } from './workflow.store';
 import { WorkflowSql, workflowSql } from './workflow.sql';
 import { withClient } from '../../storage/postgres/checkout';
 
@@ -29,11 +29,13 @@ interface ExecutionRow extends QueryResultRow {
 interface StepRow extends QueryResultRow {
   position: number;
   name: string;
-  status: 'completed' | 'failed';
+  status: 'completed' | 'failed' | 'retrying';
   result: unknown;
   error: StoredError | null;
   attempts: number;
   completed_at: Date | string;
+  seq: number;
+  args_hash: string | null;
 }
 
 /** Maps an execution row (public so that tests and tools can reuse it). */
@@ -55,7 +57,8 @@ export function toExecution(row: ExecutionRow): WorkflowExecution & { inputHash:
   };
 }
 
-function toCheckpoint(row: StepRow): StepCheckpoint {
+/** A journal row; `retrying` rows (being re-run after resume) only come from the journal reads. */
+function toRecorded(row: StepRow): RecordedStep {
   return {
     position: row.position,
     name: row.name,
@@ -64,7 +67,14 @@ function toCheckpoint(row: StepRow): StepCheckpoint {
     error: row.error,
     attempts: row.attempts,
     completedAt: row.completed_at instanceof Date ? row.completed_at : new Date(row.completed_at),
+    sequence: row.seq,
+    argsHash: row.args_hash,
   };
+}
+
+/** A checkpoint row: every statement but the journal reads excludes `retrying` rows. */
+function toCheckpoint(row: StepRow): StepCheckpoint {
+  return toRecorded(row) as StepCheckpoint;
 }
 
 function json(value: unknown): string | null {
@@ -114,15 +124,21 @@ export class PostgresWorkflowStore extends WorkflowStore {
       await this.failExhausted(executionId, maxRecoveries);
       return { kind: 'skip', execution: await this.get(executionId) };
     }
-    return { kind: 'run', execution, checkpoints: rows[0].steps.map(toCheckpoint) };
+    return { kind: 'run', execution, recorded: rows[0].steps.map(toRecorded) };
   }
 
-  async finish(executionId: string, status: 'completed' | 'failed' | 'timed_out', value: { result?: unknown; error?: StoredError }): Promise<boolean> {
-    const { rowCount } = await retryTransient(
-      () => this.connection.pool.query({ ...this.sql.finish, values: [executionId, status, json(value.result), json(value.error)] }),
-      this.retryForMs,
-    );
+  async finish(
+    executionId: string,
+    status: 'completed' | 'failed' | 'timed_out',
+    value: { result?: unknown; error?: StoredError; end?: RunEnd },
+  ): Promise<boolean> {
+    const values = [executionId, status, json(value.result), json(value.error), value.end?.deliveredThrough ?? null, value.end?.endedBy ?? null];
+    const { rowCount } = await retryTransient(() => this.connection.pool.query({ ...this.sql.finish, values }), this.retryForMs);
     return (rowCount ?? 0) > 0;
+  }
+
+  async recordRunEnd(executionId: string, end: RunEnd): Promise<void> {
+    await this.query({ ...this.sql.recordRunEnd, values: [executionId, end.deliveredThrough, end.endedBy] });
   }
 
   async release(executionId: string): Promise<void> {
@@ -136,18 +152,29 @@ export class PostgresWorkflowStore extends WorkflowStore {
     return { status: row.execution_status, checkpoint: row.name === null ? null : toCheckpoint(row) };
   }
 
-  async checkpoint(executionId: string, position: number, name: string, outcome: StepOutcome, attempts: number): Promise<{ written: boolean; checkpoint: StepCheckpoint }> {
+  async checkpoint(
+    executionId: string,
+    position: number,
+    name: string,
+    outcome: StepOutcome,
+    attempts: number,
+    argsHash: string | null,
+  ): Promise<{ written: boolean; checkpoint: StepCheckpoint }> {
     const values = [
       executionId, position, name, outcome.status,
       outcome.status === 'completed' ? json(outcome.result) ?? 'null' : null,
       outcome.status === 'failed' ? json(outcome.error) : null,
-      attempts,
+      attempts, argsHash,
     ];
     for (let attempt = 0; attempt < RACE_RETRIES; attempt++) {
       const rows = await this.query<StepRow & { written: boolean }>({ ...this.sql.checkpoint, values });
       if (rows.length > 0) return { written: rows[0].written, checkpoint: toCheckpoint(rows[0]) };
     }
     throw new Error(`checkpoint of step "${name}" (#${position}) of execution ${executionId} kept racing; it will be retried`);
+  }
+
+  async recordedBetween(executionId: string, from: number, to: number): Promise<RecordedStep[]> {
+    return (await this.query<StepRow>({ ...this.sql.recordedBetween, values: [executionId, from, to] })).map(toRecorded);
   }
 
   async get(executionId: string): Promise<WorkflowExecution | null> {
@@ -169,14 +196,14 @@ export class PostgresWorkflowStore extends WorkflowStore {
     return retryTransient(() => withClient(this.connection.pool, async (client) => {
       try {
         await client.query('BEGIN');
+        const retried = await client.query<StepRow>({ ...this.sql.retryFailedSteps, values: [executionId] });
         const updated = await client.query<ExecutionRow>({ ...this.sql.resume, values: [executionId] });
         if (updated.rows.length === 0) {
           await client.query('ROLLBACK');
           return null;
         }
-        const deleted = await client.query<StepRow>({ ...this.sql.deleteFailedSteps, values: [executionId] });
         await client.query('COMMIT');
-        return { execution: toExecution(updated.rows[0]), retried: deleted.rows.map(toCheckpoint) };
+        return { execution: toExecution(updated.rows[0]), retried: retried.rows.map(toCheckpoint) };
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
         throw err;

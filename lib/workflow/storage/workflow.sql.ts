@@ -18,7 +18,8 @@ export interface Statement {
 const STATEMENTS = (e: string, s: string) => {
   const ms = (param: string) => `(${param}::bigint * interval '1 millisecond')`;
   const stepJson = `json_build_object('position', s.position, 'name', s.name, 'status', s.status, 'result', s.result,
-    'error', s.error, 'attempts', s.attempts, 'completed_at', s.completed_at)`;
+    'error', s.error, 'attempts', s.attempts, 'completed_at', s.completed_at, 'seq', s.seq, 'args_hash', s.args_hash)`;
+  const stepColumns = 'position, name, status, result, error, attempts, completed_at, seq, args_hash';
   return {
     // One round trip: insert, or read back the execution holding the id. Empty means the holder committed
     // after this statement's snapshot: ask again.
@@ -39,27 +40,44 @@ const STATEMENTS = (e: string, s: string) => {
          WHERE id = $1 AND status IN ('pending', 'running')
         RETURNING *
       )
-      SELECT x.*, coalesce((SELECT json_agg(${stepJson} ORDER BY s.position) FROM ${s} s WHERE s.execution_id = $1), '[]'::json) AS steps
+      SELECT x.*, coalesce((SELECT json_agg(${stepJson} ORDER BY s.seq) FROM ${s} s WHERE s.execution_id = $1), '[]'::json) AS steps
         FROM x`,
     finish: `
-      UPDATE ${e} SET status = $2, result = $3::jsonb, error = $4::jsonb, updated_at = now(), completed_at = now()
+      UPDATE ${e} SET status = $2, result = $3::jsonb, error = $4::jsonb, updated_at = now(), completed_at = now(),
+             delivered_through = $5::int, ended_by = $6::int[]
        WHERE id = $1 AND status IN ('pending', 'running')`,
+    recordRunEnd: `UPDATE ${e} SET delivered_through = $2::int, ended_by = $3::int[] WHERE id = $1 AND status = 'cancelled'`,
     release: `UPDATE ${e} SET status = 'pending', updated_at = now() WHERE id = $1 AND status = 'running'`,
     stepState: `
-      SELECT x.status AS execution_status, s.position, s.name, s.status, s.result, s.error, s.attempts, s.completed_at
-        FROM ${e} x LEFT JOIN ${s} s ON s.execution_id = x.id AND s.position = $2
+      SELECT x.status AS execution_status, s.position, s.name, s.status, s.result, s.error, s.attempts, s.completed_at, s.seq, s.args_hash
+        FROM ${e} x LEFT JOIN ${s} s ON s.execution_id = x.id AND s.position = $2 AND s.status <> 'retrying'
        WHERE x.id = $1`,
+    // One round trip. A new position takes the execution's next sequence number: the UPDATE holds the execution's
+    // row lock until commit, so numbers become visible in order (a writer that loses the race on the position
+    // leaves a gap, never a duplicate). A 'retrying' row (resume) is overwritten in place and keeps its number.
     checkpoint: `
-      WITH ins AS (
-        INSERT INTO ${s} (execution_id, position, name, status, result, error, attempts)
-        VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7)
-        ON CONFLICT (execution_id, position) DO NOTHING
-        RETURNING position, name, status, result, error, attempts, completed_at
+      WITH slot AS (
+        SELECT seq FROM ${s} WHERE execution_id = $1::uuid AND position = $2::int AND status = 'retrying'
+      ), counter AS (
+        UPDATE ${e} SET next_step_seq = next_step_seq + 1
+         WHERE id = $1::uuid AND NOT EXISTS (SELECT 1 FROM ${s} WHERE execution_id = $1::uuid AND position = $2::int)
+        RETURNING next_step_seq - 1 AS seq
+      ), ins AS (
+        INSERT INTO ${s} AS t (execution_id, position, name, status, result, error, attempts, args_hash, seq)
+        SELECT $1::uuid, $2::int, $3::text, $4::text, $5::jsonb, $6::jsonb, $7::int, $8::text, n.seq
+          FROM (SELECT seq FROM slot UNION ALL SELECT seq FROM counter) n
+        ON CONFLICT (execution_id, position) DO UPDATE
+           SET name = EXCLUDED.name, status = EXCLUDED.status, result = EXCLUDED.result, error = EXCLUDED.error,
+               attempts = EXCLUDED.attempts, args_hash = EXCLUDED.args_hash, completed_at = now()
+         WHERE t.status = 'retrying'
+        RETURNING ${stepColumns}
       )
       SELECT true AS written, ins.* FROM ins
       UNION ALL
-      SELECT false, s.position, s.name, s.status, s.result, s.error, s.attempts, s.completed_at
-        FROM ${s} s WHERE s.execution_id = $1 AND s.position = $2 AND NOT EXISTS (SELECT 1 FROM ins)`,
+      SELECT false, ${stepColumns.split(', ').map((c) => `s.${c}`).join(', ')}
+        FROM ${s} s WHERE s.execution_id = $1::uuid AND s.position = $2::int AND s.status <> 'retrying' AND NOT EXISTS (SELECT 1 FROM ins)`,
+    recordedBetween: `
+      SELECT ${stepColumns} FROM ${s} WHERE execution_id = $1 AND seq >= $2 AND seq < $3 ORDER BY seq`,
     get: `SELECT * FROM ${e} WHERE id = $1`,
     latest: `
       SELECT * FROM ${e} WHERE workflow_id = $1
@@ -70,16 +88,24 @@ const STATEMENTS = (e: string, s: string) => {
       RETURNING *`,
     resume: `
       UPDATE ${e} SET status = 'pending', error = NULL, result = NULL, recovery_attempts = 0, completed_at = NULL, updated_at = now(),
+             delivered_through = NULL, ended_by = NULL,
              deadline_at = CASE WHEN deadline_at IS NULL THEN NULL ELSE now() + (deadline_at - created_at) END
        WHERE id = $1 AND status IN ('failed', 'cancelled')
       RETURNING *`,
-    // Only the failure that ended the execution (its last checkpoint) is retried on resume: failures the workflow
-    // caught earlier are history, thrown again on replay like any stored result.
-    deleteFailedSteps: `
-      DELETE FROM ${s} WHERE execution_id = $1 AND status = 'failed'
-         AND position = (SELECT max(position) FROM ${s} WHERE execution_id = $1)
-      RETURNING position, name, status, result, error, attempts, completed_at`,
-    steps: `SELECT position, name, status, result, error, attempts, completed_at FROM ${s} WHERE execution_id = $1 ORDER BY position`,
+    // Resume re-runs the failures the last run did not handle: those whose errors ended it (ended_by) and those it
+    // never received (recorded after delivered_through). Failures it received and survived are history, thrown
+    // again on replay. Without a record (recovery exhausted, cancelled while no run was live, older versions) the
+    // last recorded failure is re-run. The rows stay, as 'retrying', so the re-run keeps its place in the order.
+    // Runs before 'resume' in one transaction (it reads what 'resume' then clears).
+    retryFailedSteps: `
+      UPDATE ${s} t SET status = 'retrying'
+        FROM ${e} x
+       WHERE t.execution_id = $1 AND x.id = $1 AND x.status IN ('failed', 'cancelled') AND t.status = 'failed'
+         AND (t.position = ANY(coalesce(x.ended_by, '{}'::int[]))
+              OR (x.delivered_through IS NOT NULL AND t.seq > x.delivered_through)
+              OR (x.delivered_through IS NULL AND t.seq = (SELECT max(m.seq) FROM ${s} m WHERE m.execution_id = $1)))
+      RETURNING t.position, t.name, 'failed'::text AS status, t.result, t.error, t.attempts, t.completed_at, t.seq, t.args_hash`,
+    steps: `SELECT ${stepColumns} FROM ${s} WHERE execution_id = $1 AND status <> 'retrying' ORDER BY position`,
     unfinished: `
       SELECT id, workflow_name, status, updated_at::text AS cursor FROM ${e}
        WHERE status IN ('pending', 'running') AND updated_at < now() - ${ms('$1')}

@@ -11,9 +11,23 @@ export interface NewExecution {
   timeoutMs?: number;
 }
 
-/** What `begin` found: the execution to run with its checkpoints, or an execution that must not run. */
+/**
+ * A row of an execution's step journal: a checkpoint, or (`retrying`) a failure that `resume()` is running again in
+ * place, keeping its sequence number.
+ */
+export type RecordedStep = StepCheckpoint | (Omit<StepCheckpoint, 'status'> & { status: 'retrying' });
+
+/** What the final run of a failed or cancelled execution received: what `resume()` needs to pick the failures to re-run. */
+export interface RunEnd {
+  /** The highest sequence number delivered to the workflow code (-1: none). */
+  deliveredThrough: number;
+  /** Positions of the failed steps whose errors ended the run. */
+  endedBy: number[];
+}
+
+/** What `begin` found: the execution to run with its journal (in sequence order), or an execution that must not run. */
 export type BeginOutcome =
-  | { kind: 'run'; execution: WorkflowExecution; checkpoints: StepCheckpoint[] }
+  | { kind: 'run'; execution: WorkflowExecution; recorded: RecordedStep[] }
   | { kind: 'skip'; execution: WorkflowExecution | null };
 
 /** A step's outcome to checkpoint. */
@@ -42,13 +56,32 @@ export abstract class WorkflowStore {
    */
   abstract begin(executionId: string, maxRecoveries: number): Promise<BeginOutcome>;
   /** Compare-and-set from pending/running to a final status; false when the execution was no longer unfinished. */
-  abstract finish(executionId: string, status: 'completed' | 'failed' | 'timed_out', value: { result?: unknown; error?: StoredError }): Promise<boolean>;
+  abstract finish(
+    executionId: string,
+    status: 'completed' | 'failed' | 'timed_out',
+    value: { result?: unknown; error?: StoredError; end?: RunEnd },
+  ): Promise<boolean>;
+  /** Records what the run of a cancelled execution received before it stopped (for `resume()`). */
+  abstract recordRunEnd(executionId: string, end: RunEnd): Promise<void>;
   /** Puts a running execution back to pending (graceful shutdown), without counting a recovery. */
   abstract release(executionId: string): Promise<void>;
-  /** The execution's status and the checkpoint at a position, if any. */
+  /** The execution's status and the checkpoint at a position, if any (a `retrying` row is no checkpoint). */
   abstract stepState(executionId: string, position: number): Promise<{ status: WorkflowStatus | null; checkpoint: StepCheckpoint | null }>;
-  /** Writes a checkpoint once; a loser gets the winner's row. */
-  abstract checkpoint(executionId: string, position: number, name: string, outcome: StepOutcome, attempts: number): Promise<{ written: boolean; checkpoint: StepCheckpoint }>;
+  /**
+   * Writes a checkpoint once, with the next sequence number of the execution (assigned under the execution's row lock,
+   * so a number is visible only once every smaller one is; a lost race may leave a gap) or, over a `retrying` row, with
+   * that row's number. A loser gets the winner's row.
+   */
+  abstract checkpoint(
+    executionId: string,
+    position: number,
+    name: string,
+    outcome: StepOutcome,
+    attempts: number,
+    argsHash: string | null,
+  ): Promise<{ written: boolean; checkpoint: StepCheckpoint }>;
+  /** The journal rows with `from <= sequence < to`, in sequence order. */
+  abstract recordedBetween(executionId: string, from: number, to: number): Promise<RecordedStep[]>;
   /** One execution by id. */
   abstract get(executionId: string): Promise<WorkflowExecution | null>;
   /** The newest execution of a workflow id: the live or completed one when there is one. */
@@ -56,13 +89,14 @@ export abstract class WorkflowStore {
   /** Sets the live execution of a workflow id to cancelled; returns it (null when there was none to cancel). */
   abstract cancel(workflowId: string): Promise<WorkflowExecution | null>;
   /**
-   * Sets the newest failed or cancelled execution of a workflow id back to pending, deleting its failed checkpoints
-   * (their positions are returned). Throws the unique violation when a newer live execution holds the id.
+   * Sets a failed or cancelled execution back to pending and marks `retrying` the failed checkpoints its last run did
+   * not handle: those whose errors ended it and those it never received (see `RunEnd`; without one, the last
+   * recorded failure). They are returned. Throws the unique violation when a newer live execution holds the id.
    */
   abstract resume(executionId: string): Promise<{ execution: WorkflowExecution; retried: StepCheckpoint[] } | null>;
   /** Executions, newest first. */
   abstract list(options: ListWorkflowsOptions & { workflow?: string }): Promise<WorkflowExecution[]>;
-  /** The checkpoints of an execution, in position order. */
+  /** The checkpoints of an execution, in position order (`retrying` rows are not listed). */
   abstract steps(executionId: string): Promise<StepCheckpoint[]>;
   /** Pending or running executions not updated for `idleMs`. */
   abstract unfinished(idleMs: number, limit: number, after?: UnfinishedExecution): Promise<UnfinishedExecution[]>;

@@ -47,11 +47,11 @@ describe.each(IMPLEMENTATIONS)('WorkflowStore contract: $name', (implementation)
     const a = newExecution();
     await s.workflows.insert(a);
     const begun = await s.workflows.begin(a.executionId, 1);
-    expect(begun).toMatchObject({ kind: 'run', execution: { status: 'running', recoveryAttempts: 0 }, checkpoints: [] });
+    expect(begun).toMatchObject({ kind: 'run', execution: { status: 'running', recoveryAttempts: 0 }, recorded: [] });
 
-    await s.workflows.checkpoint(a.executionId, 0, 'charge', { status: 'completed', result: 'ch_1' }, 1);
+    await s.workflows.checkpoint(a.executionId, 0, 'charge', { status: 'completed', result: 'ch_1' }, 1, 'h-charge');
     const replay = await s.workflows.begin(a.executionId, 1);
-    expect(replay).toMatchObject({ kind: 'run', execution: { recoveryAttempts: 1 }, checkpoints: [{ position: 0, name: 'charge', result: 'ch_1' }] });
+    expect(replay).toMatchObject({ kind: 'run', execution: { recoveryAttempts: 1 }, recorded: [{ position: 0, name: 'charge', result: 'ch_1', sequence: 0, argsHash: 'h-charge' }] });
 
     const exhausted = await s.workflows.begin(a.executionId, 1);
     expect(exhausted).toMatchObject({ kind: 'skip', execution: { status: 'failed', error: { name: 'RecoveryAttemptsExhaustedError' } } });
@@ -64,13 +64,13 @@ describe.each(IMPLEMENTATIONS)('WorkflowStore contract: $name', (implementation)
     await s.workflows.insert(a);
     await s.workflows.begin(a.executionId, 10);
     const at = new Date('2026-05-06T07:08:09.000Z');
-    const won = await s.workflows.checkpoint(a.executionId, 1, 'ship', { status: 'completed', result: { at, nothing: undefined } }, 2);
+    const won = await s.workflows.checkpoint(a.executionId, 1, 'ship', { status: 'completed', result: { at, nothing: undefined } }, 2, null);
     expect(won).toMatchObject({ written: true, checkpoint: { position: 1, name: 'ship', status: 'completed', result: { at: at.toISOString() }, attempts: 2 } });
     expect(won.checkpoint.completedAt).toBeInstanceOf(Date);
-    const lost = await s.workflows.checkpoint(a.executionId, 1, 'ship', { status: 'failed', error: FAILURE }, 1);
+    const lost = await s.workflows.checkpoint(a.executionId, 1, 'ship', { status: 'failed', error: FAILURE }, 1, null);
     expect(lost).toMatchObject({ written: false, checkpoint: { status: 'completed', result: { at: at.toISOString() }, attempts: 2 } });
 
-    await s.workflows.checkpoint(a.executionId, 0, 'charge', { status: 'failed', error: FAILURE }, 3);
+    await s.workflows.checkpoint(a.executionId, 0, 'charge', { status: 'failed', error: FAILURE }, 3, null);
     expect((await s.workflows.steps(a.executionId)).map((c) => [c.position, c.name, c.status, c.error])).toEqual([
       [0, 'charge', 'failed', FAILURE],
       [1, 'ship', 'completed', null],
@@ -99,7 +99,7 @@ describe.each(IMPLEMENTATIONS)('WorkflowStore contract: $name', (implementation)
     const a = newExecution();
     await s.workflows.insert(a);
     await s.workflows.begin(a.executionId, 10);
-    await s.workflows.checkpoint(a.executionId, 0, 'charge', { status: 'completed', result: 'ch_1' }, 1);
+    await s.workflows.checkpoint(a.executionId, 0, 'charge', { status: 'completed', result: 'ch_1' }, 1, null);
     expect(await s.workflows.cancel(a.workflowId)).toMatchObject({ executionId: a.executionId, status: 'cancelled' });
     expect(await s.workflows.cancel(a.workflowId)).toBeNull();
     await expect(s.workflows.deleteFinished(randomUUID())).resolves.toBeUndefined();
@@ -107,13 +107,34 @@ describe.each(IMPLEMENTATIONS)('WorkflowStore contract: $name', (implementation)
     const resumed = await s.workflows.resume(a.executionId);
     expect(resumed).toMatchObject({ execution: { status: 'pending', recoveryAttempts: 0 }, retried: [] });
     await s.workflows.begin(a.executionId, 10);
-    await s.workflows.checkpoint(a.executionId, 1, 'ship', { status: 'failed', error: FAILURE }, 3);
+    await s.workflows.checkpoint(a.executionId, 1, 'ship', { status: 'failed', error: FAILURE }, 3, null);
     await s.workflows.finish(a.executionId, 'failed', { error: FAILURE });
 
     const again = await s.workflows.resume(a.executionId);
     expect(again?.retried.map((c) => [c.position, c.name])).toEqual([[1, 'ship']]);
     expect((await s.workflows.steps(a.executionId)).map((c) => c.name)).toEqual(['charge']);
     expect(await s.workflows.resume(a.executionId)).toBeNull();
+  });
+
+  it('journal: sequence numbers follow recording order, not positions; resume re-runs the failures that ended the run and keeps their numbers', async () => {
+    const a = newExecution();
+    await s.workflows.insert(a);
+    await s.workflows.begin(a.executionId, 10);
+    await s.workflows.checkpoint(a.executionId, 2, 'late', { status: 'completed', result: 'c' }, 1, null);
+    await s.workflows.checkpoint(a.executionId, 0, 'caught', { status: 'failed', error: FAILURE }, 1, null);
+    await s.workflows.checkpoint(a.executionId, 1, 'fatal', { status: 'failed', error: FAILURE }, 1, null);
+    expect((await s.workflows.recordedBetween(a.executionId, 0, 10)).map((r) => [r.sequence, r.position])).toEqual([[0, 2], [1, 0], [2, 1]]);
+    expect((await s.workflows.recordedBetween(a.executionId, 1, 2)).map((r) => r.position)).toEqual([0]);
+    await s.workflows.finish(a.executionId, 'failed', { error: FAILURE, end: { deliveredThrough: 2, endedBy: [1] } });
+
+    const resumed = await s.workflows.resume(a.executionId);
+    expect(resumed?.retried.map((c) => [c.position, c.status])).toEqual([[1, 'failed']]);
+    expect((await s.workflows.steps(a.executionId)).map((c) => c.position)).toEqual([0, 2]);
+    expect(await s.workflows.stepState(a.executionId, 1)).toEqual({ status: 'pending', checkpoint: null });
+    const begun = await s.workflows.begin(a.executionId, 10);
+    expect(begun.kind === 'run' && begun.recorded.map((r) => [r.sequence, r.position, r.status])).toEqual([[0, 2, 'completed'], [1, 0, 'failed'], [2, 1, 'retrying']]);
+    const rerun = await s.workflows.checkpoint(a.executionId, 1, 'fatal', { status: 'completed', result: 'ok' }, 2, null);
+    expect(rerun).toMatchObject({ written: true, checkpoint: { sequence: 2, status: 'completed', result: 'ok' } });
   });
 
   it('resume refuses while a newer execution holds the workflow id', async () => {

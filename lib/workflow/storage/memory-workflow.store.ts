@@ -2,9 +2,9 @@ import type { StoredError } from '../../errors/workflow-failed.error';
 import { jsonCopy } from '../../storage/memory/memory-support';
 import { RELEASED_WORKFLOW_STATUSES } from '../workflow.interfaces';
 import type { ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
-import { BeginOutcome, NewExecution, StepOutcome, UnfinishedExecution, WorkflowStore } from './workflow.store';
+import { BeginOutcome, NewExecution, RecordedStep, RunEnd, StepOutcome, UnfinishedExecution, WorkflowStore } from './workflow.store';
 
-type StoredExecution = WorkflowExecution & { inputHash: string; sequence: number };
+type StoredExecution = WorkflowExecution & { inputHash: string; sequence: number; nextStepSeq: number; runEnd: RunEnd | null };
 
 const UNFINISHED: readonly WorkflowStatus[] = ['pending', 'running'];
 const FINAL: readonly WorkflowStatus[] = ['completed', 'failed', 'cancelled', 'timed_out'];
@@ -17,7 +17,7 @@ const FINAL: readonly WorkflowStatus[] = ['completed', 'failed', 'cancelled', 't
  */
 export class MemoryWorkflowStore extends WorkflowStore {
   private readonly executions = new Map<string, StoredExecution>();
-  private readonly checkpoints = new Map<string, Map<number, StepCheckpoint>>();
+  private readonly checkpoints = new Map<string, Map<number, RecordedStep>>();
   private sequence = 0;
   private reconcilerLocked = false;
 
@@ -40,6 +40,8 @@ export class MemoryWorkflowStore extends WorkflowStore {
       completedAt: null,
       deadlineAt: execution.timeoutMs === undefined ? null : new Date(now.getTime() + execution.timeoutMs),
       sequence: this.sequence++,
+      nextStepSeq: 0,
+      runEnd: null,
     };
     this.executions.set(stored.executionId, stored);
     return Promise.resolve({ inserted: true, execution: view(stored) });
@@ -55,10 +57,15 @@ export class MemoryWorkflowStore extends WorkflowStore {
       this.failExhausted(execution, maxRecoveries);
       return { kind: 'skip', execution: view(execution) };
     }
-    return { kind: 'run', execution: view(execution), checkpoints: await this.steps(executionId) };
+    const recorded = [...(this.checkpoints.get(executionId)?.values() ?? [])].sort((a, b) => a.sequence - b.sequence);
+    return { kind: 'run', execution: view(execution), recorded: recorded.map(jsonCopyCheckpoint) };
   }
 
-  finish(executionId: string, status: 'completed' | 'failed' | 'timed_out', value: { result?: unknown; error?: StoredError }): Promise<boolean> {
+  finish(
+    executionId: string,
+    status: 'completed' | 'failed' | 'timed_out',
+    value: { result?: unknown; error?: StoredError; end?: RunEnd },
+  ): Promise<boolean> {
     const execution = this.executions.get(executionId);
     if (!execution || !UNFINISHED.includes(execution.status)) return Promise.resolve(false);
     const now = new Date();
@@ -68,8 +75,15 @@ export class MemoryWorkflowStore extends WorkflowStore {
       error: value.error === undefined ? null : jsonCopy(value.error),
       updatedAt: now,
       completedAt: now,
+      runEnd: value.end ? jsonCopy(value.end) : null,
     });
     return Promise.resolve(true);
+  }
+
+  recordRunEnd(executionId: string, end: RunEnd): Promise<void> {
+    const execution = this.executions.get(executionId);
+    if (execution?.status === 'cancelled') execution.runEnd = jsonCopy(end);
+    return Promise.resolve();
   }
 
   release(executionId: string): Promise<void> {
@@ -82,20 +96,28 @@ export class MemoryWorkflowStore extends WorkflowStore {
     const execution = this.executions.get(executionId);
     if (!execution) return Promise.resolve({ status: null, checkpoint: null });
     const checkpoint = this.checkpoints.get(executionId)?.get(position);
-    return Promise.resolve({ status: execution.status, checkpoint: checkpoint ? jsonCopyCheckpoint(checkpoint) : null });
+    return Promise.resolve({ status: execution.status, checkpoint: checkpoint && isCheckpoint(checkpoint) ? jsonCopyCheckpoint(checkpoint) : null });
   }
 
-  checkpoint(executionId: string, position: number, name: string, outcome: StepOutcome, attempts: number): Promise<{ written: boolean; checkpoint: StepCheckpoint }> {
-    if (!this.executions.has(executionId)) {
+  checkpoint(
+    executionId: string,
+    position: number,
+    name: string,
+    outcome: StepOutcome,
+    attempts: number,
+    argsHash: string | null,
+  ): Promise<{ written: boolean; checkpoint: StepCheckpoint }> {
+    const execution = this.executions.get(executionId);
+    if (!execution) {
       return Promise.reject(new Error(`checkpoint of step "${name}" (#${position}): execution ${executionId} does not exist`));
     }
     let steps = this.checkpoints.get(executionId);
     if (!steps) {
-      steps = new Map<number, StepCheckpoint>();
+      steps = new Map<number, RecordedStep>();
       this.checkpoints.set(executionId, steps);
     }
     const existing = steps.get(position);
-    if (existing) return Promise.resolve({ written: false, checkpoint: jsonCopyCheckpoint(existing) });
+    if (existing && isCheckpoint(existing)) return Promise.resolve({ written: false, checkpoint: jsonCopyCheckpoint(existing) });
     const checkpoint: StepCheckpoint = {
       position,
       name,
@@ -104,9 +126,17 @@ export class MemoryWorkflowStore extends WorkflowStore {
       error: outcome.status === 'failed' ? jsonCopy(outcome.error) : null,
       attempts,
       completedAt: new Date(),
+      // A 'retrying' row (resume) is overwritten in place and keeps its number, as in Postgres.
+      sequence: existing ? existing.sequence : execution.nextStepSeq++,
+      argsHash,
     };
     steps.set(position, checkpoint);
     return Promise.resolve({ written: true, checkpoint: jsonCopyCheckpoint(checkpoint) });
+  }
+
+  recordedBetween(executionId: string, from: number, to: number): Promise<RecordedStep[]> {
+    const rows = [...(this.checkpoints.get(executionId)?.values() ?? [])].filter((r) => r.sequence >= from && r.sequence < to);
+    return Promise.resolve(rows.sort((a, b) => a.sequence - b.sequence).map(jsonCopyCheckpoint));
   }
 
   get(executionId: string): Promise<WorkflowExecution | null> {
@@ -136,9 +166,11 @@ export class MemoryWorkflowStore extends WorkflowStore {
       const violation = new Error(`workflow id "${execution.workflowId}" is held by execution ${holder.executionId}`);
       return Promise.reject(Object.assign(violation, { code: '23505' }));
     }
+    const retried = this.markRetrying(execution);
     const now = new Date();
     Object.assign(execution, {
       status: 'pending',
+      runEnd: null,
       error: null,
       result: null,
       recoveryAttempts: 0,
@@ -146,15 +178,6 @@ export class MemoryWorkflowStore extends WorkflowStore {
       updatedAt: now,
       deadlineAt: execution.deadlineAt && new Date(now.getTime() + execution.deadlineAt.getTime() - execution.createdAt.getTime()),
     });
-    // Only the failure that ended the execution (its last checkpoint) runs again; caught failures stay.
-    const steps = this.checkpoints.get(executionId);
-    const last = steps ? Math.max(...steps.keys()) : undefined;
-    const ending = last === undefined ? undefined : steps?.get(last);
-    const retried: StepCheckpoint[] = [];
-    if (steps && ending?.status === 'failed') {
-      steps.delete(ending.position);
-      retried.push(ending);
-    }
     return Promise.resolve({ execution: view(execution), retried });
   }
 
@@ -168,7 +191,7 @@ export class MemoryWorkflowStore extends WorkflowStore {
   }
 
   steps(executionId: string): Promise<StepCheckpoint[]> {
-    const steps = [...(this.checkpoints.get(executionId)?.values() ?? [])];
+    const steps = [...(this.checkpoints.get(executionId)?.values() ?? [])].filter(isCheckpoint);
     return Promise.resolve(steps.sort((a, b) => a.position - b.position).map(jsonCopyCheckpoint));
   }
 
@@ -256,6 +279,25 @@ export class MemoryWorkflowStore extends WorkflowStore {
     return [...this.executions.values()].find((e) => e.workflowId === workflowId && !RELEASED_WORKFLOW_STATUSES.includes(e.status));
   }
 
+  /**
+   * Marks 'retrying' the failures the last run did not handle, as the Postgres store's resume does: those whose errors
+   * ended it and those it never received; without a record of the run's end, the last recorded failure.
+   */
+  private markRetrying(execution: StoredExecution): StepCheckpoint[] {
+    const rows = [...(this.checkpoints.get(execution.executionId)?.values() ?? [])];
+    const lastSeq = Math.max(-1, ...rows.map((r) => r.sequence));
+    const end = execution.runEnd;
+    const retried: StepCheckpoint[] = [];
+    for (const row of rows) {
+      if (row.status !== 'failed') continue;
+      const rerun = end ? end.endedBy.includes(row.position) || row.sequence > end.deliveredThrough : row.sequence === lastSeq;
+      if (!rerun) continue;
+      retried.push(jsonCopyCheckpoint(row));
+      Object.assign(row, { status: 'retrying' });
+    }
+    return retried;
+  }
+
   private newestFirst(): StoredExecution[] {
     return [...this.executions.values()].sort((a, b) => b.sequence - a.sequence);
   }
@@ -277,11 +319,17 @@ export class MemoryWorkflowStore extends WorkflowStore {
 
 /** A copy the caller may change without touching the store (dates stay dates). */
 function view(execution: StoredExecution): WorkflowExecution & { inputHash: string } {
-  const rest: WorkflowExecution & { inputHash: string; sequence?: number } = { ...execution };
+  const rest: WorkflowExecution & { inputHash: string; sequence?: number; nextStepSeq?: number; runEnd?: RunEnd | null } = { ...execution };
   delete rest.sequence;
+  delete rest.nextStepSeq;
+  delete rest.runEnd;
   return { ...rest, input: jsonCopy(rest.input), result: jsonCopy(rest.result), error: rest.error && jsonCopy(rest.error) };
 }
 
-function jsonCopyCheckpoint(checkpoint: StepCheckpoint): StepCheckpoint {
+function jsonCopyCheckpoint<T extends RecordedStep>(checkpoint: T): T {
   return { ...checkpoint, result: jsonCopy(checkpoint.result), error: checkpoint.error && jsonCopy(checkpoint.error) };
+}
+
+function isCheckpoint(row: RecordedStep): row is StepCheckpoint {
+  return row.status !== 'retrying';
 }

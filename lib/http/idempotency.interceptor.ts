@@ -25,6 +25,13 @@ function isFinalStatus(status: number, settings: ResolvedHttpOptions): boolean {
   return status < 500 || settings.storeServerErrors;
 }
 
+/** Marks a request this interceptor handles, so that a second instance of it on the same route lets it through. */
+const APPLIED = Symbol('nestjs-idempotency:applied');
+
+function appliedTo(request: IdempotencyRequest): boolean {
+  return (request as { [APPLIED]?: true })[APPLIED] === true;
+}
+
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
@@ -63,6 +70,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     if (!route) return next.handle();
     const request = context.switchToHttp().getRequest<IdempotencyRequest>();
     const response = context.switchToHttp().getResponse<ResponseLike>();
+    if (appliedTo(request)) return next.handle(); // applied twice (app-wide and on the route): the outer one decides
     if (!route.optedIn && !route.http.methods.has(request.method.toUpperCase())) return next.handle();
 
     const raw = request.headers[route.http.header];
@@ -72,6 +80,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
     const parsed = parseIdempotencyKey(raw);
     if ('error' in parsed) throw this.problem(response, new IdempotencyProblemException('invalid-key', parsed.error));
+    (request as { [APPLIED]?: true })[APPLIED] = true;
     return defer(() => this.handle(parsed.key, request, response, route, next));
   }
 

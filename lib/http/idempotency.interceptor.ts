@@ -141,7 +141,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     let value: unknown;
     const capture = new ResponseCapture(rawResponse(response), {
       settle: (sent) => this.settle(claim, sent, route, failure).finally(stopLease),
-      streamed: () => void this.releaseUnstored(claim, stopLease),
+      streamed: () => this.releaseUnstored(claim, stopLease),
       unsent: () => this.sendUnsent(response, value, failure, claim, stopLease),
     });
     try {

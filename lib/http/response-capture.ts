@@ -11,8 +11,8 @@ export interface CaptureHooks {
    * instead, or undefined to send it as it is. Must not reject.
    */
   settle(response: WireResponse): Promise<ResponseReplacement | undefined>;
-  /** The response is written in pieces (a stream): it is sent as it is and will not be stored. */
-  streamed(): void;
+  /** The response is written in pieces (a stream): it is sent as it is, once this resolves, and will not be stored. */
+  streamed(): Promise<void>;
   /**
    * The client left and, `withinMs` after the handler finished, nothing has sent the response (Nest skips
    * sending when the client of a handler's Observable is gone): the interceptor writes it itself.
@@ -20,7 +20,7 @@ export interface CaptureHooks {
   unsent(): void;
 }
 
-type State = 'holding' | 'streaming' | 'settling' | 'done';
+type State = 'holding' | 'releasing' | 'streaming' | 'settling' | 'done';
 
 /**
  * Captures the response of one request at the wire, below every interceptor, serializer and exception filter,
@@ -31,6 +31,8 @@ type State = 'holding' | 'streaming' | 'settling' | 'done';
 export class ResponseCapture {
   private state: State = 'holding';
   private head?: unknown[];
+  /** Writes made while the key is being released, sent in order once it is. */
+  private readonly pending: ['write' | 'end', unknown[]][] = [];
   private clientGone = false;
   private handlerDoneWithin?: number;
   private unsentTimer?: NodeJS.Timeout;
@@ -72,17 +74,32 @@ export class ResponseCapture {
   }
 
   private write(args: unknown[]): unknown {
+    if (this.state === 'releasing') {
+      this.pending.push(['write', args]);
+      return true;
+    }
     if (this.state !== 'holding') {
       callbackOf(args)?.();
       return true;
     }
-    this.state = 'streaming';
-    this.release();
-    this.hooks.streamed();
-    return this.original.write.apply(this.raw, args);
+    // A body in pieces: nothing goes out before the key is released, so a quick retry does not find it in progress.
+    this.state = 'releasing';
+    clearTimeout(this.unsentTimer);
+    this.pending.push(['write', args]);
+    void this.hooks.streamed().then(() => {
+      this.state = 'streaming';
+      this.release();
+      for (const [method, pendingArgs] of this.pending) this.original[method].apply(this.raw, pendingArgs);
+      this.pending.length = 0;
+    });
+    return true;
   }
 
   private end(args: unknown[]): unknown {
+    if (this.state === 'releasing') {
+      this.pending.push(['end', args]);
+      return this.raw;
+    }
     if (this.state !== 'holding') return this.raw; // a second send while the first is being recorded
     this.state = 'settling';
     clearTimeout(this.unsentTimer);

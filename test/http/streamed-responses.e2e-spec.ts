@@ -45,7 +45,7 @@ class StreamsController {
   asyncIterable() {
     const n = this.runs.inc('async-iterable');
     return (async function* chunks() {
-      yield `async #${n}`;
+      yield await Promise.resolve(`async #${n}`);
     })();
   }
 

@@ -1,5 +1,7 @@
 import { Injectable, Type } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import { RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
+import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import { IDEMPOTENT_METHOD_METADATA, IDEMPOTENT_ROUTE_METADATA, SKIP_IDEMPOTENCY_METADATA } from './idempotency.constants';
 import type { IdempotentRouteOptions } from './interfaces/idempotency-options.interface';
 import type { IdempotentMethodOptions } from './guard/idempotent-method.decorator';
@@ -22,6 +24,16 @@ export class IdempotencyMetadataAccessor {
     const onMethod = this.reflector.get<IdempotentRouteOptions | undefined>(IDEMPOTENT_ROUTE_METADATA, handler);
     const options = onClass || onMethod ? { ...onClass, ...onMethod } : undefined;
     return { skip, options };
+  }
+
+  /** True when the route sends its own response (`@Res()` or `@Next()` without `passthrough`), as Nest decides it. */
+  respondsItself(controller: Type<unknown>, handler: (...args: unknown[]) => unknown): boolean {
+    const args = (Reflect.getMetadata(ROUTE_ARGS_METADATA, controller, handler.name) ?? {}) as Record<string, unknown>;
+    const handled = Object.keys(args).some((key) => {
+      const type = Number(key.split(':')[0]);
+      return type === Number(RouteParamtypes.RESPONSE) || type === Number(RouteParamtypes.NEXT);
+    });
+    return handled && Reflect.getMetadata(RESPONSE_PASSTHROUGH_METADATA, controller, handler.name) !== true;
   }
 
   /** The `@IdempotentMethod()` options of a provider method, if it has the decorator. */

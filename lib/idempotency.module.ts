@@ -1,6 +1,9 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { IdempotencyService } from './core/idempotency.service';
+import { IdempotencyInterceptor } from './http/idempotency.interceptor';
+import { IdempotencyMetadataAccessor } from './idempotency-metadata.accessor';
+import { RESOLVED_IDEMPOTENCY_OPTIONS } from './idempotency.constants';
 import { InboxService } from './inbox/inbox.service';
 import { RetentionService } from './retention/retention.service';
 import { IdempotencyConfigurableModule } from './idempotency.module-definition';
@@ -14,6 +17,10 @@ import { workflowExports } from './workflow/workflow.providers';
 @Module({
   imports: [DiscoveryModule],
   providers: idempotencyProviders,
-  exports: [IdempotencyService, InboxService, RetentionService, ...workflowExports],
+  // The interceptor and what it injects, so that an app can apply it itself (`http.global: false`).
+  exports: [
+    IdempotencyService, InboxService, RetentionService, IdempotencyInterceptor, IdempotencyMetadataAccessor, RESOLVED_IDEMPOTENCY_OPTIONS,
+    ...workflowExports,
+  ],
 })
 export class IdempotencyModule extends IdempotencyConfigurableModule {}

@@ -1,4 +1,4 @@
-import { Logger, Provider } from '@nestjs/common';
+import { CallHandler, Logger, NestInterceptor, Provider } from '@nestjs/common';
 import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
 import { IdempotencyService } from './core/idempotency.service';
 import { IdempotentMethodExplorer } from './guard/idempotent-method.explorer';
@@ -19,6 +19,9 @@ import { CircuitBreaker } from './storage/redis/circuit-breaker';
 import { RedisIdempotencyCache } from './storage/redis/redis-idempotency.cache';
 import { resolveOptions } from './utils/validate-options';
 import { workflowProviders } from './workflow/workflow.providers';
+
+/** The app-wide interceptor slot when `http.global` is false. */
+const PASS_THROUGH: NestInterceptor = { intercept: (_context, next: CallHandler) => next.handle() };
 
 /** The module's providers: options, connections, the default Postgres store and Redis cache, the engine and the interceptor. */
 export const idempotencyProviders: Provider[] = [
@@ -51,7 +54,13 @@ export const idempotencyProviders: Provider[] = [
   IdempotentMethodExplorer,
   InboxService,
   RetentionService,
-  { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
+  IdempotencyInterceptor,
+  {
+    // With `http.global: false` the app applies the interceptor itself; the app-wide slot then lets everything through.
+    provide: APP_INTERCEPTOR,
+    useFactory: (options: ResolvedOptions, interceptor: IdempotencyInterceptor): NestInterceptor => (options.http.global ? interceptor : PASS_THROUGH),
+    inject: [RESOLVED_IDEMPOTENCY_OPTIONS, IdempotencyInterceptor],
+  },
   { provide: APP_FILTER, useClass: IdempotencyProblemFilter },
   ...workflowProviders,
 ];

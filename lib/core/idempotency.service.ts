@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DuplicateExecutionError } from '../errors/duplicate-execution.error';
 import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.error';
@@ -6,7 +7,9 @@ import { ResultNotStoredError } from '../errors/result-not-stored.error';
 import { StoreUnavailableError } from '../errors/store-unavailable.error';
 import { StoredFailureError } from '../errors/stored-failure.error';
 import type { RunOptions } from '../interfaces/run-options.interface';
+import { canonicalJson } from '../utils/canonical-json';
 import { parseDuration } from '../utils/duration';
+import { isTransientDatabaseError } from '../workflow/storage/transient';
 import { IdempotencyCache } from '../storage/idempotency.cache';
 import { IdempotencyStore } from '../storage/idempotency.store';
 import { Claim, ClaimRequest, CompletedRecord } from './idempotency-record';
@@ -27,6 +30,8 @@ export type BeginResult =
 const RUN_DEFAULTS = { ttlMs: 86_400_000, leaseMs: 30_000, waitMs: 30_000 };
 
 const WAIT_POLL_MIN_MS = 20;
+const COMPLETE_RETRY_MIN_MS = 50;
+const COMPLETE_RETRY_MAX_MS = 1_000;
 const WAIT_POLL_MAX_MS = 250;
 
 /**
@@ -180,7 +185,41 @@ export class IdempotencyService {
    * expired and another caller claimed the key): nothing is written then, and the newer record stands.
    */
   async complete(claim: Claim, result: unknown): Promise<boolean> {
-    const record = await this.store.complete(claim, result);
+    return this.completed(claim, await this.store.complete(claim, result));
+  }
+
+  /**
+   * Like {@link complete}, but rides out a store outage (a restart, a dropped connection): the write is retried
+   * with backoff (50 ms to 1 s) for at most `withinMs`. Throws {@link StoreUnavailableError} when the outcome
+   * could not be stored in that time, or at once on an error that retrying cannot mend. The caller keeps the
+   * lease alive meanwhile.
+   */
+  async completeWithin(claim: Claim, result: unknown, withinMs: number): Promise<boolean> {
+    const deadline = Date.now() + withinMs;
+    let retried = false;
+    for (let delay = COMPLETE_RETRY_MIN_MS; ; delay = Math.min(delay * 2, COMPLETE_RETRY_MAX_MS)) {
+      try {
+        let record = await this.store.complete(claim, result);
+        // An attempt whose connection dropped may have committed: then the record holds this very result.
+        if (!record && retried) record = await this.ownCompletion(claim, result);
+        return await this.completed(claim, record);
+      } catch (err) {
+        if (!isTransientDatabaseError(err) || Date.now() + delay > deadline) throw new StoreUnavailableError(err);
+        if (!retried) this.logger.warn(`storing the outcome for key "${claim.key}" failed (${err instanceof Error ? err.message : String(err)}); retrying`);
+        retried = true;
+        await sleep(delay);
+      }
+    }
+  }
+
+  /** The completed record of the key when it holds exactly `result` (written by an earlier attempt of this claim). */
+  private async ownCompletion(claim: Claim, result: unknown): Promise<CompletedRecord | null> {
+    const found = await this.store.find(claim.scope, claim.key);
+    if (found?.kind !== 'completed' || found.record.fingerprint !== claim.fingerprint) return null;
+    return canonicalJson(found.record.result) === canonicalJson(result) ? found.record : null;
+  }
+
+  private async completed(claim: Claim, record: CompletedRecord | null): Promise<boolean> {
     if (!record) {
       this.logger.warn(`lease on key "${claim.key}" was lost before completion; its result was not stored`);
       return false;

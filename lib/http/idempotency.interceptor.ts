@@ -12,14 +12,28 @@ import { IdempotencyMetadataAccessor } from '../idempotency-metadata.accessor';
 import { parseIdempotencyKey } from './idempotency-key';
 import { IdempotencyProblemException, PROBLEM_CONTENT_TYPE } from './problem-details';
 import { requestFingerprint } from './request-fingerprint';
+import { rawResponse } from './raw-response';
+import { ResponseCapture } from './response-capture';
+import { replayOnto } from './response-replay';
 import {
-  DEFAULT_REPLAY_HEADERS, isUnstorable, pickHeaders, ResponseLike, storeBody, storeExceptionBody, StoredResponse,
+  DEFAULT_REPLAY_HEADERS, isStreamingValue, ResponseLike, ResponseReplacement, StoredResponse, toReplacement, toStoredResponse, WireResponse,
 } from './stored-response';
 
 /** 2xx and 4xx outcomes are final, except those that ask for a retry; 5xx release the key unless configured otherwise. */
 function isFinalStatus(status: number, settings: ResolvedHttpOptions): boolean {
   if (settings.retryableStatuses.has(status)) return false;
   return status < 500 || settings.storeServerErrors;
+}
+
+/** Marks a request this interceptor handles, so that a second instance of it on the same route lets it through. */
+const APPLIED = Symbol('nestjs-idempotency:applied');
+
+function appliedTo(request: IdempotencyRequest): boolean {
+  return (request as { [APPLIED]?: true })[APPLIED] === true;
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 /** Duplicates usually finish in well under a second: hint a short retry rather than the whole lease. */
@@ -30,6 +44,8 @@ interface RouteSettings {
   http: ResolvedHttpOptions;
   optedIn: boolean;
   replayHeaders: string[];
+  /** The handler sends its own response (`@Res()` without passthrough). */
+  respondsItself: boolean;
 }
 
 /**
@@ -54,6 +70,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     if (!route) return next.handle();
     const request = context.switchToHttp().getRequest<IdempotencyRequest>();
     const response = context.switchToHttp().getResponse<ResponseLike>();
+    if (appliedTo(request)) return next.handle(); // applied twice (app-wide and on the route): the outer one decides
     if (!route.optedIn && !route.http.methods.has(request.method.toUpperCase())) return next.handle();
 
     const raw = request.headers[route.http.header];
@@ -63,6 +80,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
     const parsed = parseIdempotencyKey(raw);
     if ('error' in parsed) throw this.problem(response, new IdempotencyProblemException('invalid-key', parsed.error));
+    (request as { [APPLIED]?: true })[APPLIED] = true;
     return defer(() => this.handle(parsed.key, request, response, route, next));
   }
 
@@ -99,7 +117,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
     switch (begun.kind) {
       case 'replay':
-        return this.replay(response, begun.record.result as StoredResponse);
+        return this.replay(response, begun.record.result as StoredResponse, route);
       case 'mismatch':
         throw this.problem(response, new IdempotencyProblemException('key-reused', `idempotency key "${key}" was already used with a different request`));
       case 'in_progress':
@@ -112,75 +130,96 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
   }
 
+  /**
+   * Runs the handler under the claim. What is stored is what the client receives: the response is captured at
+   * the wire (below every serializer, interceptor and exception filter), held until it is recorded, and only
+   * then sent. A response that cannot be recorded in time is answered with 503 instead (see `settle`).
+   */
   private async run(claim: Claim, response: ResponseLike, route: RouteSettings, next: CallHandler): Promise<unknown> {
     const stopLease = this.engine.keepAlive(claim);
+    let failure: unknown;
     let value: unknown;
+    const capture = new ResponseCapture(rawResponse(response), {
+      settle: (sent) => this.settle(claim, sent, route, failure).finally(stopLease),
+      streamed: () => this.releaseUnstored(claim, stopLease),
+      unsent: () => this.sendUnsent(response, value, failure, claim, stopLease),
+    });
     try {
       value = await lastValueFrom(next.handle(), { defaultValue: undefined });
     } catch (err) {
-      stopLease();
-      await this.settleFailure(claim, err, response, route);
+      failure = err;
+      capture.handlerDone(route.http.leaseMs);
       throw err;
     }
-    stopLease();
-    let stored: StoredResponse | undefined;
-    if (!isUnstorable(value, response) && isFinalStatus(response.statusCode, route.http)) {
-      try {
-        stored = { status: response.statusCode, headers: pickHeaders(response, route.replayHeaders), body: storeBody(value) };
-      } catch {
-        stored = undefined;
-      }
-    }
-    if (!stored) {
-      if (isFinalStatus(response.statusCode, route.http)) this.logger.warn(`response for key "${claim.key}" is a stream, a file or not serializable; sent as is, not stored, key released`);
-      await this.safely(() => this.engine.release(claim), claim);
-      return value;
-    }
-    try {
-      await this.engine.complete(claim, stored);
-    } catch (err) {
-      // The handler's work is done: the client gets its response; retries see 409 until the lease ends.
-      this.logger.error(`could not store the response for key "${claim.key}": ${err instanceof Error ? err.message : String(err)}`);
+    capture.handlerDone(route.http.leaseMs);
+    if (isStreamingValue(value)) {
+      capture.stream();
+      await this.releaseUnstored(claim, stopLease);
     }
     return value;
   }
 
-  private async settleFailure(claim: Claim, err: unknown, response: ResponseLike, route: RouteSettings): Promise<void> {
-    if (err instanceof HttpException) {
-      const status = err.getStatus();
-      if (isFinalStatus(status, route.http)) {
-        const stored: StoredResponse = { status, headers: pickHeaders(response, route.replayHeaders), body: storeExceptionBody(err) };
-        await this.safely(() => this.engine.complete(claim, stored), claim);
-        return;
-      }
+  /**
+   * Records a response sent in one piece: a final status is stored (the write retried through a store outage
+   * for up to one lease), anything else releases the key. Resolves to a 503 problem to send instead when the
+   * outcome could not be stored: the client must not see a success that a retry would not get again.
+   */
+  private async settle(claim: Claim, sent: WireResponse, route: RouteSettings, failure: unknown): Promise<ResponseReplacement | undefined> {
+    if (!isFinalStatus(sent.status, route.http)) {
+      const error = failure === undefined ? undefined : { message: messageOf(failure) };
+      await this.safely(() => this.engine.release(claim, error), claim);
+      return undefined;
     }
-    const message = err instanceof Error ? err.message : String(err);
-    await this.safely(() => this.engine.release(claim, { message }), claim);
+    try {
+      // false: the lease was taken over and the newer record stands; this client still gets its response.
+      await this.engine.completeWithin(claim, toStoredResponse(sent, route.replayHeaders), route.http.leaseMs);
+      return undefined;
+    } catch (err) {
+      this.logger.error(`could not store the response for key "${claim.key}", answering 503 instead: ${messageOf(err)}`);
+      const problem = new IdempotencyProblemException(
+        'store-unavailable', 'the outcome of this request could not be recorded; retry with the same key later', { 'Retry-After': '1' },
+      );
+      const headers: Record<string, string> = { ...problem.headers, 'Content-Type': PROBLEM_CONTENT_TYPE };
+      return { status: problem.getStatus(), headers, body: Buffer.from(JSON.stringify(problem.getResponse())) };
+    }
   }
 
-  private replay(response: ResponseLike, stored: StoredResponse): unknown {
+  /** A streamed response is sent as it is and not stored: the key is released. */
+  private async releaseUnstored(claim: Claim, stopLease: () => void): Promise<void> {
+    stopLease();
+    this.logger.warn(`response for key "${claim.key}" is a stream, a file or an async iterable; sent as is, not stored, key released`);
+    await this.safely(() => this.engine.release(claim), claim);
+  }
+
+  /**
+   * The client left and Nest skipped sending (it does for a handler's Observable): the outcome is recorded from
+   * the handler's own value or HttpException, as the adapter would send it, so a retry does not run it again.
+   */
+  private sendUnsent(response: ResponseLike, value: unknown, failure: unknown, claim: Claim, stopLease: () => void): void {
     const adapter = this.adapterHost.httpAdapter;
-    adapter.status(response, stored.status);
-    for (const [name, value] of Object.entries(stored.headers)) adapter.setHeader(response, name, value as string);
-    adapter.setHeader(response, REPLAYED_HEADER, 'true');
-    switch (stored.body.t) {
-      case 'e':
-        return undefined;
-      case 'n':
-        return null;
-      case 's':
-        return stored.body.v;
-      case 'j': {
-        // Primitives go back through the adapter, which serializes them (and sets their content type) as the first time.
-        const first = stored.body.v.charCodeAt(0);
-        if (first !== 0x7b /* { */ && first !== 0x5b /* [ */) return JSON.parse(stored.body.v) as unknown;
-        // Objects go out as the stored JSON text itself, so the replayed bytes are the original bytes.
-        if (!Object.keys(stored.headers).some((name) => name.toLowerCase() === 'content-type')) adapter.setHeader(response, 'Content-Type', 'application/json; charset=utf-8');
-        return stored.body.v;
-      }
-      case 'x':
-        throw new HttpException(JSON.parse(stored.body.v) as object, stored.status);
+    if (failure === undefined) {
+      adapter.reply(response, value, response.statusCode);
+    } else if (failure instanceof HttpException) {
+      const body = failure.getResponse();
+      adapter.reply(response, typeof body === 'object' ? body : { statusCode: failure.getStatus(), message: body }, failure.getStatus());
+    } else {
+      stopLease();
+      void this.safely(() => this.engine.release(claim, { message: messageOf(failure) }), claim);
     }
+  }
+
+  /**
+   * Sends the stored response: the pipeline outside this interceptor runs as usual, and at the wire its status,
+   * body and body headers are replaced by the stored bytes, so they are exactly what the first client received.
+   */
+  private replay(response: ResponseLike, stored: StoredResponse, route: RouteSettings): unknown {
+    const replacement = toReplacement(stored);
+    replacement.headers[REPLAYED_HEADER] = 'true';
+    const raw = rawResponse(response);
+    replayOnto(raw, replacement);
+    // A handler that sends its own response (`@Res()` without passthrough) is not called, so nothing else ends it.
+    if (route.respondsItself) raw.end();
+    return undefined;
   }
 
   /** Sets the problem's headers now, so they survive even when an app-wide exception filter renders the body. */
@@ -195,7 +234,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     try {
       await action();
     } catch (err) {
-      this.logger.error(`could not settle key "${claim.key}" (its lease will expire): ${err instanceof Error ? err.message : String(err)}`);
+      this.logger.error(`could not settle key "${claim.key}" (its lease will expire): ${messageOf(err)}`);
     }
   }
 
@@ -208,7 +247,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
       settings = null;
     } else {
       const http = meta.options ? resolveRouteOptions(this.options.http, meta.options, handler.name) : this.options.http;
-      settings = { http, optedIn: meta.options !== undefined, replayHeaders: [...DEFAULT_REPLAY_HEADERS, ...http.replayHeaders] };
+      settings = {
+        http,
+        optedIn: meta.options !== undefined,
+        replayHeaders: [...DEFAULT_REPLAY_HEADERS, ...http.replayHeaders],
+        respondsItself: this.metadata.respondsItself(context.getClass(), handler as (...args: unknown[]) => unknown),
+      };
     }
     this.routes.set(handler, settings);
     return settings;

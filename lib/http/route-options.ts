@@ -4,6 +4,7 @@ import { resolveRouteOptions } from '../utils/validate-options';
 
 const PROBE_BASE: ResolvedHttpOptions = {
   enabled: true,
+  global: true,
   header: 'idempotency-key',
   ttlMs: 1,
   leaseMs: 1,

@@ -46,8 +46,13 @@ export interface IdempotencyRequest {
 
 /** HTTP settings; every field can be overridden per route with `@Idempotent()`. */
 export interface HttpIdempotencyOptions {
-  /** Register the global interceptor. Default true. */
+  /** Turn the interceptor off: it lets every request through. Default true. */
   enabled?: boolean;
+  /**
+   * Register `IdempotencyInterceptor` for every route (an `APP_INTERCEPTOR`). false leaves it to the app:
+   * `@UseInterceptors(IdempotencyInterceptor)` on controllers or routes, or its own `APP_INTERCEPTOR`. Default true.
+   */
+  global?: boolean;
   /** Request header carrying the key. Default `"Idempotency-Key"`. */
   header?: string;
   /** How long a completed key is remembered. Default `"24h"`. */
@@ -75,7 +80,7 @@ export interface HttpIdempotencyOptions {
 }
 
 /** Per-route settings given to `@Idempotent()`. */
-export type IdempotentRouteOptions = Omit<HttpIdempotencyOptions, 'enabled' | 'methods' | 'header' | 'failOpen'>;
+export type IdempotentRouteOptions = Omit<HttpIdempotencyOptions, 'enabled' | 'global' | 'methods' | 'header' | 'failOpen'>;
 
 /** Durable workflows (`@Workflow()` / `@Step()`); they need Redis. */
 export interface WorkflowModuleOptions {

@@ -7,6 +7,7 @@ import type { IdempotencyRequest } from './idempotency-options.interface';
 /** HTTP settings after defaults and duration parsing (internal). */
 export interface ResolvedHttpOptions {
   enabled: boolean;
+  global: boolean;
   header: string;
   ttlMs: number;
   leaseMs: number;

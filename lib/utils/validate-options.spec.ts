@@ -32,6 +32,7 @@ describe('resolveOptions: defaults', () => {
     });
     expect(r.migrationsRun).toBe(false);
     expect(r.http.enabled).toBe(true);
+    expect(r.http.global).toBe(true);
     expect(r.http.header).toBe('idempotency-key');
     expect(r.http.ttlMs).toBe(24 * 3_600_000);
     expect(r.http.leaseMs).toBe(30_000);
@@ -63,13 +64,14 @@ describe('resolveOptions: defaults', () => {
       http: {
         header: 'X-Request-Key', ttl: '1h', lockTimeout: 5000, required: true, methods: ['post', 'put'],
         replayHeaders: ['X-Trace'], ignoreBodyFields: ['meta.sentAt'], failOpen: true, wait: '3s', enabled: false,
+        global: false,
       },
     });
     expect(r.postgres).toEqual({ kind: 'url', url: PG.url, schema: 'idem', poolSize: 4 });
     expect(r.redis).toMatchObject({ keyPrefix: 'p', commandTimeoutMs: 50, failureThreshold: 5, resetAfterMs: 2000 });
     expect(r.migrationsRun).toBe(true);
     expect(r.http).toMatchObject({
-      enabled: false, header: 'x-request-key', ttlMs: 3_600_000, leaseMs: 5000, required: true,
+      enabled: false, global: false, header: 'x-request-key', ttlMs: 3_600_000, leaseMs: 5000, required: true,
       replayHeaders: ['X-Trace'], ignoreBodyFields: ['meta.sentAt'], failOpen: true, waitMs: 3000,
     });
     expect([...r.http.methods].sort()).toEqual(['POST', 'PUT']);
@@ -110,6 +112,7 @@ describe('resolveOptions: invalid options', () => {
     ['migrationsRun', 'migrationsRun', { migrationsRun: 'yes' }],
     ['http not object', 'http', { http: 5 }],
     ['http.enabled', 'http.enabled', { http: { enabled: 1 } }],
+    ['http.global', 'http.global', { http: { global: 'no' } }],
     ['http.header', 'http.header', { http: { header: 'Bad Header' } }],
     ['http.ttl', 'http.ttl', { http: { ttl: 'abc' } }],
     ['http.ttl zero', 'http.ttl', { http: { ttl: 0 } }],

@@ -193,6 +193,7 @@ function resolveHttp(c: Checker, value: unknown): ResolvedHttpOptions {
   const wait = o.wait === undefined || o.wait === false ? 0 : c.duration('http.wait', o.wait, 0, { positive: true });
   return {
     enabled: c.boolean('http.enabled', o.enabled, true),
+    global: c.boolean('http.global', o.global, true),
     header: typeof header === 'string' ? header.toLowerCase() : 'idempotency-key',
     ttlMs: c.duration('http.ttl', o.ttl, 86_400_000, { positive: true }),
     leaseMs: c.duration('http.lockTimeout', o.lockTimeout, 30_000, { positive: true }),

@@ -127,7 +127,7 @@ describe.each(ADAPTERS)('writing the result fails after the handler succeeded (%
     probe?.disconnect();
   });
 
-  it('the client still gets its response; retries get 409 until the lease ends, then the key is taken over', async () => {
+  it('the client gets 503 problem+json, not a success that would not replay; retries get 409 until the lease ends, then the key is taken over', async () => {
     const key = `wfail-${adapter}`;
     sabotage.set(key, async () => {
       const client = new Client({ connectionString: databaseUrl() });
@@ -142,8 +142,11 @@ describe.each(ADAPTERS)('writing the result fails after the handler succeeded (%
     const send = () => request(url).post('/sabotaged').set('Idempotency-Key', key).send({ amount: 7 });
 
     const first = await send();
-    expect(first.status).toBe(201);
-    expect(first.body).toEqual({ key, amount: 7, run: 1 });
+    expect(first.status).toBe(503);
+    expect(first.headers['content-type']).toMatch(/application\/problem\+json/);
+    expect(first.headers['retry-after']).toBe('1');
+    expect(JSON.parse(first.text)).toMatchObject({ status: 503, type: expect.stringContaining('store-unavailable') });
+    expect(first.text).not.toContain('"run"');
     sabotage.delete(key);
 
     // The result was not stored: the record is still in progress under its lease.

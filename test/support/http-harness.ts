@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import request, { Response } from 'supertest';
 import { IdempotencyModuleOptions } from '../../lib';
-import { AdapterName, createTestApp, sql, uniqueSchema } from './test-app';
+import { AdapterName, createTestApp, sql, TestAppOptions, uniqueSchema } from './test-app';
 
 /** Counts handler runs by name; one instance per app, so Express and Fastify apps never share counts. */
 @Injectable()
@@ -78,6 +78,9 @@ export interface HarnessOptions {
   controllers: Type<unknown>[];
   providers?: ModuleMetadata['providers'];
   options?: Partial<IdempotencyModuleOptions>;
+  importsBefore?: TestAppOptions['importsBefore'];
+  importsAfter?: TestAppOptions['importsAfter'];
+  configure?: TestAppOptions['configure'];
 }
 
 /** Builds the app (own schema, own Redis prefix), listens on an ephemeral port and returns helpers around it. */
@@ -89,6 +92,9 @@ export async function startApp(config: HarnessOptions): Promise<Harness> {
     providers: [Runs, Gate, ...(config.providers ?? [])],
     options: config.options,
     schema,
+    importsBefore: config.importsBefore,
+    importsAfter: config.importsAfter,
+    configure: config.configure,
   });
   await app.listen(0, '127.0.0.1');
   const server = app.getHttpServer() as Server;

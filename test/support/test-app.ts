@@ -31,6 +31,11 @@ export interface TestAppOptions {
   providers?: ModuleMetadata['providers'];
   options?: Partial<IdempotencyModuleOptions>;
   schema?: string;
+  /** Modules imported before and after IdempotencyModule (the order of app-wide enhancers follows it). */
+  importsBefore?: ModuleMetadata['imports'];
+  importsAfter?: ModuleMetadata['imports'];
+  /** Called on the app before init, e.g. for `useGlobalInterceptors`. */
+  configure?: (app: INestApplication) => void;
 }
 
 /** Builds a Nest app on the chosen adapter with IdempotencyModule against the suite's Postgres and Redis. */
@@ -38,12 +43,14 @@ export async function createTestApp(config: TestAppOptions): Promise<INestApplic
   const schema = config.schema ?? uniqueSchema();
   const moduleRef = await Test.createTestingModule({
     imports: [
+      ...(config.importsBefore ?? []),
       IdempotencyModule.forRoot({
         postgres: { url: databaseUrl(), schema },
         redis: { url: redisUrl(), keyPrefix: `idem-${schema}` },
         migrationsRun: true,
         ...config.options,
       }),
+      ...(config.importsAfter ?? []),
     ],
     controllers: config.controllers,
     providers: config.providers ?? [],
@@ -52,6 +59,7 @@ export async function createTestApp(config: TestAppOptions): Promise<INestApplic
     ? moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter())
     : moduleRef.createNestApplication();
   app.useLogger(false);
+  config.configure?.(app);
   await app.init();
   if (config.adapter === 'fastify') await (app as NestFastifyApplication).getHttpAdapter().getInstance().ready();
   return app;

@@ -68,8 +68,10 @@ export function idempotencySql(schema: string): IdempotencySql {
         FROM taken
       UNION ALL
       SELECT id, outcome, fingerprint, result, locked_until, expires_at, NULL::boolean AS taken_over FROM live`,
+    // The outcome lives for the claim's ttl from now: the claim set expires_at = created_at + ttl.
     complete: `
-      UPDATE ${table} SET status = 'completed', result = $3::jsonb, locked_until = NULL, completed_at = now()
+      UPDATE ${table} SET status = 'completed', result = $3::jsonb, locked_until = NULL, completed_at = now(),
+        expires_at = now() + (expires_at - created_at)
        WHERE id = $1 AND lease_token = $2 AND status = 'in_progress'
       RETURNING expires_at`,
     release: `

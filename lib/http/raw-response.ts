@@ -1,0 +1,111 @@
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { ResponseReplacement } from './stored-response';
+
+/** A response method called with whatever arguments Node's API allows. */
+type Method = (this: ServerResponse, ...args: unknown[]) => unknown;
+
+const PATCHED = ['writeHead', 'write', 'end'] as const;
+
+/** The methods through which Express and Fastify put every response on the wire. */
+export type WireMethods = Record<(typeof PATCHED)[number], Method>;
+
+/** The methods a patch replaced, callable on the response, and the way to put them back. */
+export interface PatchedResponse extends WireMethods {
+  restore(): void;
+}
+
+/** Headers that describe a body: dropped when another body is sent in its place. */
+const BODY_HEADERS = new Set([
+  'content-type', 'content-length', 'content-encoding', 'content-range', 'content-disposition', 'content-language',
+  'etag', 'last-modified', 'location', 'transfer-encoding', 'trailer',
+]);
+
+/** The Node response under Express's `res` (the response itself) or Fastify's reply (`reply.raw`). */
+export function rawResponse(response: unknown): ServerResponse {
+  const raw = (response as { raw?: ServerResponse }).raw ?? (response as ServerResponse);
+  if (typeof raw?.end !== 'function' || typeof raw.writeHead !== 'function') {
+    throw new TypeError('IdempotencyInterceptor: the response is neither a Node ServerResponse nor a Fastify reply');
+  }
+  return raw;
+}
+
+/**
+ * Replaces `writeHead`, `write` and `end` on this one response object (own properties, so nothing else is
+ * affected) and returns the methods that were there, bound to nothing: call them with `.apply(raw, args)`.
+ */
+export function patchResponse(raw: ServerResponse, methods: WireMethods): PatchedResponse {
+  const target = raw as unknown as Record<string, unknown>;
+  const saved = PATCHED.map((name) => [name, Object.getOwnPropertyDescriptor(raw, name)] as const);
+  const original = {
+    writeHead: target.writeHead as Method,
+    write: target.write as Method,
+    end: target.end as Method,
+    restore: () => {
+      for (const [name, descriptor] of saved) {
+        if (descriptor) Object.defineProperty(raw, name, descriptor);
+        else delete target[name];
+      }
+    },
+  };
+  for (const name of PATCHED) target[name] = methods[name];
+  return original;
+}
+
+/** Copies `writeHead` arguments, so that later changes to the caller's header object do not leak in. */
+export function copyHead(args: unknown[]): unknown[] {
+  return args.map((arg) => (typeof arg === 'object' && arg !== null && !Array.isArray(arg) ? { ...arg } : arg));
+}
+
+/** The headers a response goes out with: those set on it, overridden by those given to `writeHead`. */
+export function outgoingHeaders(raw: ServerResponse, head: unknown[] | undefined): OutgoingHttpHeaders {
+  const headers: OutgoingHttpHeaders = { ...raw.getHeaders() };
+  const given = head === undefined ? undefined : typeof head[1] === 'string' ? head[2] : head[1];
+  const set = (name: unknown, value: unknown) => {
+    if (typeof name === 'string' && value !== undefined) headers[name.toLowerCase()] = value as OutgoingHttpHeaders[string];
+  };
+  if (Array.isArray(given)) {
+    if (Array.isArray(given[0])) for (const [name, value] of given as unknown[][]) set(name, value);
+    else for (let i = 0; i + 1 < given.length; i += 2) set(given[i], given[i + 1]);
+  } else if (typeof given === 'object' && given !== null) {
+    for (const [name, value] of Object.entries(given)) set(name, value);
+  }
+  return headers;
+}
+
+/** The status a response goes out with. */
+export function outgoingStatus(raw: ServerResponse, head: unknown[] | undefined): number {
+  return typeof head?.[0] === 'number' ? head[0] : raw.statusCode;
+}
+
+/** Collects a `write`/`end` chunk as bytes. */
+export function chunkBytes(chunk: unknown, encoding: unknown): Buffer | undefined {
+  if (chunk === undefined || chunk === null || typeof chunk === 'function') return undefined;
+  if (typeof chunk === 'string') return Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
+  if (ArrayBuffer.isView(chunk)) return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  return undefined;
+}
+
+/** The callback among `write`/`end` arguments, if any. */
+export function callbackOf(args: unknown[]): (() => void) | undefined {
+  for (let i = args.length - 1; i >= 0; i--) if (typeof args[i] === 'function') return args[i] as () => void;
+  return undefined;
+}
+
+/**
+ * Sends `replacement` through the original methods: the headers set so far stay (CORS, request ids…) except
+ * those that describe the body that is not sent; the replacement's status, headers and bytes go out instead.
+ */
+export function sendInstead(raw: ServerResponse, original: WireMethods, base: OutgoingHttpHeaders, replacement: ResponseReplacement, callback?: () => void): void {
+  for (const name of raw.getHeaderNames()) raw.removeHeader(name);
+  for (const [name, value] of Object.entries(base)) if (value !== undefined && !BODY_HEADERS.has(name)) raw.setHeader(name, value);
+  for (const [name, value] of Object.entries(replacement.headers)) raw.setHeader(name, value);
+  raw.statusCode = replacement.status;
+  const bodyless = replacement.status === 204 || replacement.status === 304 || replacement.status < 200;
+  if (bodyless) {
+    raw.removeHeader('content-type');
+    original.end.call(raw, callback);
+    return;
+  }
+  raw.setHeader('Content-Length', replacement.body.length);
+  original.end.call(raw, replacement.body, callback);
+}

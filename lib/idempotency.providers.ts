@@ -7,6 +7,8 @@ import { RetentionService } from './retention/retention.service';
 import { IdempotencyMetadataAccessor } from './idempotency-metadata.accessor';
 import { IdempotencyInterceptor } from './http/idempotency.interceptor';
 import { IdempotencyProblemFilter } from './http/idempotency-problem.filter';
+import { RouteHandlerTracker } from './http/route-handler-tracker';
+import { ScopeWarning } from './http/scope-warning';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from './idempotency.constants';
 import { IDEMPOTENCY_MODULE_OPTIONS } from './idempotency.module-definition';
 import type { IdempotencyModuleOptions } from './interfaces/idempotency-options.interface';
@@ -51,6 +53,8 @@ export const idempotencyProviders: Provider[] = [
   IdempotentMethodExplorer,
   InboxService,
   RetentionService,
+  RouteHandlerTracker,
+  ScopeWarning,
   { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
   { provide: APP_FILTER, useClass: IdempotencyProblemFilter },
   ...workflowProviders,

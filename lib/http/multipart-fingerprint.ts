@@ -25,7 +25,8 @@ interface FileEntry {
 
 /** True when the request carries parsed multipart parts: multer's `file`/`files`, or a multipart body parsed into an object. */
 export function hasMultipartParts(request: IdempotencyRequest): boolean {
-  if (request.file !== undefined || request.files !== undefined) return true;
+  // Only data counts: @fastify/multipart decorates every request with `file()` and `files()` methods.
+  if (isObject(request.file) || (typeof request.files === 'object' && request.files !== null)) return true;
   const type = request.headers['content-type'];
   return typeof type === 'string' && /^\s*multipart\//i.test(type) && typeof request.body === 'object' && request.body !== null;
 }
@@ -53,18 +54,18 @@ function uploadedFiles(file: unknown, files: unknown): UploadedFile[] {
   return list;
 }
 
-/** Replaces file parts and Buffers in a parsed multipart body by their entries, and field parts by their values. */
+/** Replaces the file parts and Buffers of a parsed multipart body (its fields, one level deep) by file entries, and field parts by their values. */
 function normalizeParts(body: unknown, files: FileEntry[], mediaType: string): unknown {
-  if (Buffer.isBuffer(body)) return { sha256: digest(body) };
-  if (Array.isArray(body)) return body.map((item) => normalizeParts(item, files, mediaType));
   if (!isObject(body)) return body;
-  if (isPart(body)) {
-    if (body.type === 'field') return body.value;
-    files.push(fileEntry(body as UploadedFile, mediaType));
+  const one = (value: unknown): unknown => {
+    if (Buffer.isBuffer(value)) return { sha256: digest(value) };
+    if (!isObject(value) || !isPart(value)) return value;
+    if (value.type === 'field') return value.value;
+    files.push(fileEntry(value as UploadedFile, mediaType));
     return { file: files.length - 1 };
-  }
+  };
   const out: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(body)) out[name] = normalizeParts(value, files, mediaType);
+  for (const [name, value] of Object.entries(body)) out[name] = Array.isArray(value) ? value.map(one) : one(value);
   return out;
 }
 

@@ -8,3 +8,5 @@ export const RESOLVED_IDEMPOTENCY_OPTIONS = Symbol('nestjs-idempotency:resolved-
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
 /** Metadata key of `@IdempotentMethod()`. */
 export const IDEMPOTENT_METHOD_METADATA = 'nestjs-idempotency:method';
+/** Header added to a response whose handler ran without idempotency protection (`failOpen` during a store outage). */
+export const UNPROTECTED_HEADER = 'Idempotency-Unprotected';

@@ -7,6 +7,8 @@ import { RetentionService } from './retention/retention.service';
 import { IdempotencyMetadataAccessor } from './idempotency-metadata.accessor';
 import { IdempotencyInterceptor } from './http/idempotency.interceptor';
 import { IdempotencyProblemFilter } from './http/idempotency-problem.filter';
+import { RouteHandlerTracker } from './http/route-handler-tracker';
+import { ScopeWarning } from './http/scope-warning';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from './idempotency.constants';
 import { IDEMPOTENCY_MODULE_OPTIONS } from './idempotency.module-definition';
 import type { IdempotencyModuleOptions } from './interfaces/idempotency-options.interface';
@@ -54,6 +56,8 @@ export const idempotencyProviders: Provider[] = [
   IdempotentMethodExplorer,
   InboxService,
   RetentionService,
+  RouteHandlerTracker,
+  ScopeWarning,
   IdempotencyInterceptor,
   {
     // With `http.global: false` the app applies the interceptor itself; the app-wide slot then lets everything through.

@@ -4,6 +4,7 @@ import { DuplicateExecutionError } from '../errors/duplicate-execution.error';
 import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.error';
 import { ResultNotStoredError } from '../errors/result-not-stored.error';
+import { StoreRejectedError } from '../errors/store-rejected.error';
 import { StoreUnavailableError } from '../errors/store-unavailable.error';
 import { StoredFailureError } from '../errors/stored-failure.error';
 import type { RunOptions } from '../interfaces/run-options.interface';
@@ -12,7 +13,9 @@ import { parseDuration } from '../utils/duration';
 import { isTransientDatabaseError } from '../workflow/storage/transient';
 import { IdempotencyCache } from '../storage/idempotency.cache';
 import { IdempotencyStore } from '../storage/idempotency.store';
+import { assertClaimLimits } from './claim-limits';
 import { Claim, ClaimRequest, CompletedRecord } from './idempotency-record';
+import { isStoreOutage } from './store-failure';
 import { failureOutcome, RunOutcome, successOutcome } from './run-outcome';
 import { setLongInterval } from '../utils/long-timer';
 
@@ -50,9 +53,12 @@ export class IdempotencyService {
 
   /**
    * Claims `request.key` in `request.scope` or says why not: a stored outcome to replay, a live holder,
-   * or a fingerprint mismatch. Throws {@link StoreUnavailableError} when the store cannot be reached.
+   * or a fingerprint mismatch. Throws {@link IdempotencyInputTooLongError} for a key or scope the store
+   * cannot index (before asking it), {@link StoreUnavailableError} when the store cannot be reached, and
+   * {@link StoreRejectedError} when it refuses the claim for another reason (not an outage).
    */
   async begin(request: ClaimRequest): Promise<BeginResult> {
+    assertClaimLimits(request);
     const cached = await this.cache.lookup(request.scope, request.key, request.fingerprint, request.leaseMs);
     if (cached.kind === 'hit') {
       return cached.record.fingerprint === request.fingerprint ? { kind: 'replay', record: cached.record } : { kind: 'mismatch' };
@@ -66,7 +72,7 @@ export class IdempotencyService {
       outcome = await this.store.claim(request);
     } catch (err) {
       if (cached.kind === 'miss') await this.cache.forget(request.scope, request.key);
-      throw new StoreUnavailableError(err);
+      throw isStoreOutage(err) ? new StoreUnavailableError(err) : new StoreRejectedError(err);
     }
     switch (outcome.kind) {
       case 'acquired':

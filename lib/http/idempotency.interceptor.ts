@@ -1,18 +1,21 @@
 import { CallHandler, ExecutionContext, HttpException, Inject, Injectable, Logger, NestInterceptor } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { defer, lastValueFrom, Observable } from 'rxjs';
+import { catchError, defer, lastValueFrom, Observable, throwError } from 'rxjs';
 import { Claim } from '../core/idempotency-record';
 import { BeginResult, IdempotencyService } from '../core/idempotency.service';
+import { BodyNotFingerprintableError } from '../errors/body-not-fingerprintable.error';
+import { IdempotencyInputTooLongError } from '../errors/idempotency-input-too-long.error';
 import { StoreUnavailableError } from '../errors/store-unavailable.error';
-import { REPLAYED_HEADER, RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import { REPLAYED_HEADER, RESOLVED_IDEMPOTENCY_OPTIONS, UNPROTECTED_HEADER } from '../idempotency.constants';
 import type { IdempotencyRequest } from '../interfaces/idempotency-options.interface';
 import type { ResolvedHttpOptions, ResolvedOptions } from '../interfaces/resolved-options';
 import { resolveRouteOptions } from '../utils/validate-options';
 import { IdempotencyMetadataAccessor } from '../idempotency-metadata.accessor';
 import { parseIdempotencyKey } from './idempotency-key';
 import { IdempotencyProblemException, PROBLEM_CONTENT_TYPE } from './problem-details';
-import { requestFingerprint } from './request-fingerprint';
+import { asObservable, HandlerNeverStartedError, HandlerStart, isTrackedHandler } from './handler-start';
 import { rawResponse } from './raw-response';
+import { bodyIsUnread, requestFingerprint } from './request-fingerprint';
 import { ResponseCapture } from './response-capture';
 import { replayOnto } from './response-replay';
 import {
@@ -46,6 +49,8 @@ interface RouteSettings {
   replayHeaders: string[];
   /** The handler sends its own response (`@Res()` without passthrough). */
   respondsItself: boolean;
+  /** The route handler reports its start (see `HandlerStart`). */
+  tracked: boolean;
 }
 
 /**
@@ -89,17 +94,35 @@ export class IdempotencyInterceptor implements NestInterceptor {
     return `http:${settings.scope?.(request) ?? ''}`;
   }
 
-  /** The request fingerprint; by default method, path with query and canonical body. */
-  protected fingerprintOf(request: IdempotencyRequest, settings: ResolvedHttpOptions): string {
+  /**
+   * The request fingerprint; by default method, path with query, the body's kind and media type, and the
+   * body (canonical JSON, text, bytes, or multipart fields and file contents). Throw
+   * {@link BodyNotFingerprintableError} for a body that cannot be fingerprinted yet.
+   */
+  protected fingerprintOf(request: IdempotencyRequest, settings: ResolvedHttpOptions): string | Promise<string> {
     return requestFingerprint(request, settings.ignoreBodyFields);
   }
 
-  private async handle(key: string, request: IdempotencyRequest, response: ResponseLike, route: RouteSettings, next: CallHandler): Promise<unknown> {
+  /**
+   * Claims the key and answers: replay, mismatch, in progress, or run. `parsed` is set when called at the
+   * handler's start for a body that a route interceptor (e.g. `FileInterceptor`) had yet to parse.
+   */
+  private async handle(key: string, request: IdempotencyRequest, response: ResponseLike, route: RouteSettings, next: CallHandler, parsed = false): Promise<unknown> {
     const settings = route.http;
+    let fingerprint: string;
+    try {
+      fingerprint = await this.fingerprintOf(request, settings);
+    } catch (err) {
+      if (!(err instanceof BodyNotFingerprintableError)) throw err;
+      // Not parsed yet: claim when the handler starts, after the route's own interceptors have read the body.
+      if (!parsed && route.tracked && bodyIsUnread(request)) return this.handleWhenParsed(key, request, response, route, next);
+      throw this.problem(response, new IdempotencyProblemException('body-not-fingerprintable', `${err.message}. ` +
+        'Parse it before the handler (e.g. FileInterceptor, or attachFieldsToBody with @fastify/multipart), or send it without an idempotency key.'));
+    }
     const claimRequest = {
       scope: this.scopeOf(request, settings),
       key,
-      fingerprint: this.fingerprintOf(request, settings),
+      fingerprint,
       leaseMs: settings.leaseMs,
       ttlMs: settings.ttlMs,
     };
@@ -107,9 +130,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
     try {
       begun = settings.waitMs > 0 ? await this.engine.beginOrWait(claimRequest, settings.waitMs) : await this.engine.begin(claimRequest);
     } catch (err) {
+      if (err instanceof IdempotencyInputTooLongError) {
+        throw this.problem(response, new IdempotencyProblemException(err.input === 'scope' ? 'scope-too-long' : 'invalid-key', err.message));
+      }
+      // Only an outage is answered 503 or run unprotected; any other error is not the client's to retry.
       if (!(err instanceof StoreUnavailableError)) throw err;
       if (settings.failOpen) {
-        this.logger.warn(`${err.message}; failOpen is set, so key "${key}" runs unprotected`);
+        this.logger.warn(`${err.message}; failOpen is set, so key "${key}" runs unprotected (${UNPROTECTED_HEADER}: true)`);
+        this.adapterHost.httpAdapter.setHeader(response, UNPROTECTED_HEADER, 'true');
         return lastValueFrom(next.handle(), { defaultValue: undefined });
       }
       this.logger.error(`${err.message}; refusing key "${key}" (fail closed)`);
@@ -126,8 +154,28 @@ export class IdempotencyInterceptor implements NestInterceptor {
           { 'Retry-After': String(Math.min(RETRY_AFTER_MAX_SECONDS, Math.max(1, Math.ceil(begun.retryAfterMs / 1000)))) },
         ));
       case 'acquired':
-        return this.run(begun.claim, response, route, next);
+        if (parsed || !route.tracked) return this.run(begun.claim, response, route, next);
+        return this.runReleasingBeforeStart(begun.claim, response, route, next);
     }
+  }
+
+  /**
+   * Runs the claimed request; an error raised before the route handler started (a `ValidationPipe` 400, a
+   * route interceptor's refusal) releases the key instead of being stored, so a corrected request can use it.
+   */
+  private async runReleasingBeforeStart(claim: Claim, response: ResponseLike, route: RouteSettings, next: CallHandler): Promise<unknown> {
+    const start = new HandlerStart();
+    try {
+      return await this.run(claim, response, route, { handle: () => start.handle(next) });
+    } catch (err) {
+      throw err instanceof HandlerNeverStartedError ? err.cause : err;
+    }
+  }
+
+  /** For a body parsed by a route interceptor: the key is claimed when the handler starts, and the handler's call runs inside the claim. */
+  private handleWhenParsed(key: string, request: IdempotencyRequest, response: ResponseLike, route: RouteSettings, next: CallHandler): Promise<unknown> {
+    const start = new HandlerStart((invoke) => this.handle(key, request, response, route, { handle: () => defer(() => asObservable(invoke())) }, true));
+    return lastValueFrom(start.handle(next).pipe(catchError((err: unknown) => throwError(() => (err instanceof HandlerNeverStartedError ? err.cause : err)))), { defaultValue: undefined });
   }
 
   /**
@@ -165,7 +213,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
    * outcome could not be stored: the client must not see a success that a retry would not get again.
    */
   private async settle(claim: Claim, sent: WireResponse, route: RouteSettings, failure: unknown): Promise<ResponseReplacement | undefined> {
-    if (!isFinalStatus(sent.status, route.http)) {
+    // Refused before the handler started (a pipe or guard): nothing ran, so the key is released, never stored.
+    if (failure instanceof HandlerNeverStartedError || !isFinalStatus(sent.status, route.http)) {
       const error = failure === undefined ? undefined : { message: messageOf(failure) };
       await this.safely(() => this.engine.release(claim, error), claim);
       return undefined;
@@ -197,7 +246,10 @@ export class IdempotencyInterceptor implements NestInterceptor {
    */
   private sendUnsent(response: ResponseLike, value: unknown, failure: unknown, claim: Claim, stopLease: () => void): void {
     const adapter = this.adapterHost.httpAdapter;
-    if (failure === undefined) {
+    if (failure instanceof HandlerNeverStartedError) {
+      stopLease();
+      void this.safely(() => this.engine.release(claim, { message: messageOf(failure) }), claim);
+    } else if (failure === undefined) {
       adapter.reply(response, value, response.statusCode);
     } else if (failure instanceof HttpException) {
       const body = failure.getResponse();
@@ -222,8 +274,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
     return undefined;
   }
 
-  /** Sets the problem's headers now, so they survive even when an app-wide exception filter renders the body. */
+  /**
+   * Sets the problem's headers now, so they survive even when an app-wide exception filter renders the body,
+   * and points its `type` at `http.problemTypeBase`.
+   */
   private problem(response: ResponseLike, exception: IdempotencyProblemException): IdempotencyProblemException {
+    exception.withTypeBase(this.options.http.problemTypeBase);
     const adapter = this.adapterHost.httpAdapter;
     adapter.setHeader(response, 'Content-Type', PROBLEM_CONTENT_TYPE);
     for (const [name, value] of Object.entries(exception.headers)) adapter.setHeader(response, name, value);
@@ -252,6 +308,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         optedIn: meta.options !== undefined,
         replayHeaders: [...DEFAULT_REPLAY_HEADERS, ...http.replayHeaders],
         respondsItself: this.metadata.respondsItself(context.getClass(), handler as (...args: unknown[]) => unknown),
+        tracked: isTrackedHandler(handler),
       };
     }
     this.routes.set(handler, settings);

@@ -13,6 +13,8 @@ const PROBE_BASE: ResolvedHttpOptions = {
   replayHeaders: [],
   ignoreBodyFields: [],
   failOpen: false,
+  scopeDefaulted: false,
+  problemTypeBase: '',
   waitMs: 0,
   retryableStatuses: new Set(),
   storeServerErrors: false,

@@ -63,14 +63,22 @@ export interface HttpIdempotencyOptions {
   required?: boolean;
   /** Methods the interceptor acts on without `@Idempotent()`. Default `["POST", "PATCH"]`. */
   methods?: string[];
-  /** The key's scope (tenant, user, API key); keys in different scopes never meet. Default: global. */
-  scope?: (request: IdempotencyRequest) => string | undefined;
+  /**
+   * The key's scope (tenant, user, API key), from the authenticated request; keys in different scopes never
+   * meet. `"global"`: one scope for all clients, chosen on purpose. Default: global, with a startup warning.
+   */
+  scope?: 'global' | ((request: IdempotencyRequest) => string | undefined);
   /** Response headers stored and replayed besides Content-Type, Location and ETag. */
   replayHeaders?: string[];
   /** Body fields left out of the fingerprint (dotted paths, e.g. `"meta.sentAt"`). */
   ignoreBodyFields?: string[];
-  /** Run the handler unprotected (with a warning) when the store is down, instead of answering 503. Default false. */
+  /**
+   * Run the handler unprotected when the store is down (an outage, nothing else), instead of answering 503;
+   * such a response carries `Idempotency-Unprotected: true` and a warning is logged. Default false.
+   */
   failOpen?: boolean;
+  /** Prefix of the problem `type` URIs; the problem's code follows it. Default: the README's "Problem types" section. */
+  problemTypeBase?: string;
   /** Hold a duplicate until the first request finishes, at most this long, then replay; false answers 409 at once. Default false. */
   wait?: false | Duration;
   /** Statuses that release the key so a retry runs again instead of replaying. Default `[408, 409, 425, 429]` (5xx always do, see `storeServerErrors`). */
@@ -80,7 +88,7 @@ export interface HttpIdempotencyOptions {
 }
 
 /** Per-route settings given to `@Idempotent()`. */
-export type IdempotentRouteOptions = Omit<HttpIdempotencyOptions, 'enabled' | 'global' | 'methods' | 'header' | 'failOpen'>;
+export type IdempotentRouteOptions = Omit<HttpIdempotencyOptions, 'enabled' | 'global' | 'methods' | 'header' | 'failOpen' | 'problemTypeBase'>;
 
 /** Durable workflows (`@Workflow()` / `@Step()`); they need Redis. */
 export interface WorkflowModuleOptions {

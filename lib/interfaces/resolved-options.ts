@@ -14,6 +14,10 @@ export interface ResolvedHttpOptions {
   required: boolean;
   methods: Set<string>;
   scope?: (request: IdempotencyRequest) => string | undefined;
+  /** No `scope` was configured (not even `"global"`): a startup warning says how to set one. */
+  scopeDefaulted: boolean;
+  /** Prefix of problem `type` URIs; the problem's code follows it. */
+  problemTypeBase: string;
   replayHeaders: string[];
   ignoreBodyFields: string[];
   failOpen: boolean;

@@ -1,4 +1,4 @@
-import { canonicalJson, NotSerializableError } from './canonical-json';
+import { canonicalJson, NotSerializableError, omissionTree } from './canonical-json';
 
 describe('canonicalJson', () => {
   it('sorts object keys at every depth', () => {
@@ -75,5 +75,25 @@ describe('canonicalJson', () => {
     const arr: unknown[] = [];
     arr.push(arr);
     expect(() => canonicalJson(arr)).toThrow(/circular/);
+  });
+
+  it('handles nesting far deeper than the call stack', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 100_000; i++) deep = { a: [deep] };
+    const text = canonicalJson(deep);
+    expect(text.length).toBe(100_000 * 8 + 1);
+    expect(text.startsWith('{"a":[{"a":[')).toBe(true);
+  });
+
+  it('names the path of a bad value deep inside', () => {
+    expect(() => canonicalJson({ a: [{ b: 1 }, { c: [NaN] }] })).toThrow('$.a[1].c[0]');
+  });
+
+  it('leaves out the fields of an omission tree, at any depth, without touching the value', () => {
+    const value = { amount: 1, nonce: 'n', meta: { sentAt: 't', id: 7 }, list: [{ x: 1, y: 2 }] };
+    const omit = omissionTree(['nonce', 'meta.sentAt', 'list.0.y', 'missing.path']);
+    expect(canonicalJson(value, omit)).toBe('{"amount":1,"list":[{"x":1}],"meta":{"id":7}}');
+    expect(value.nonce).toBe('n');
+    expect(canonicalJson(value, omissionTree(['meta', 'meta.id']))).toBe('{"amount":1,"list":[{"x":1,"y":2}],"nonce":"n"}');
   });
 });

@@ -7,50 +7,156 @@ export class NotSerializableError extends Error {
 }
 
 /**
- * Canonical JSON: object keys sorted at every depth, array order kept, no whitespace.
- * `{"b":2,"a":1}` and `{"a":1,"b":2}` give the same text. `toJSON()` is honoured (Dates become ISO strings).
+ * Fields to leave out, as a tree of property names: `{ meta: { sentAt: true }, nonce: true }` omits
+ * `meta.sentAt` and `nonce`. Build one from dotted paths with {@link omissionTree}.
  */
-export function canonicalJson(value: unknown): string {
-  return write(value, '$', new Set());
+export interface OmissionTree {
+  [name: string]: OmissionTree | true;
 }
 
-function write(value: unknown, path: string, seen: Set<object>): string {
-  if (value === null) return 'null';
+/** Turns dotted paths (`"meta.sentAt"`) into an {@link OmissionTree}; a shorter path wins over a longer one below it. */
+export function omissionTree(paths: readonly string[]): OmissionTree {
+  const root: OmissionTree = Object.create(null) as OmissionTree;
+  for (const path of paths) {
+    const parts = path.split('.');
+    let node = root;
+    for (let i = 0; i < parts.length; i++) {
+      const existing = node[parts[i]];
+      if (existing === true) break;
+      if (i === parts.length - 1) {
+        node[parts[i]] = true;
+      } else {
+        node = existing ?? (node[parts[i]] = Object.create(null) as OmissionTree);
+      }
+    }
+  }
+  return root;
+}
+
+/** An array or object being written: its children are visited one by one. */
+interface Frame {
+  container: object;
+  /** Object keys in sorted order; undefined for an array. */
+  keys: string[] | undefined;
+  /** Index of the next child (an array index, or an index into `keys`). */
+  next: number;
+  /** Whether a child was written already (a comma goes before the next). */
+  wrote: boolean;
+  /** The omission subtree for this container's children, if any. */
+  omit: OmissionTree | undefined;
+}
+
+/**
+ * Canonical JSON: object keys sorted at every depth, array order kept, no whitespace.
+ * `{"b":2,"a":1}` and `{"a":1,"b":2}` give the same text. `toJSON()` is honoured (Dates become ISO strings).
+ * Iterative, so nesting depth is bounded by memory, not by the call stack. `omit` leaves object fields out.
+ */
+export function canonicalJson(value: unknown, omit?: OmissionTree): string {
+  const out: string[] = [];
+  const stack: Frame[] = [];
+  const seen = new Set<object>();
+  let child: unknown = value;
+  let childOmit = omit;
+  for (;;) {
+    // Write `child`: a primitive goes out at once, a container opens a frame.
+    const container = open(child, stack, seen, out);
+    if (container) stack.push({ container: container.value, keys: container.keys, next: 0, wrote: false, omit: childOmit });
+    // Find the next child to write, closing finished containers on the way.
+    let found = false;
+    while (stack.length > 0) {
+      const frame = stack[stack.length - 1];
+      if (frame.keys === undefined) {
+        const items = frame.container as unknown[];
+        if (frame.next < items.length) {
+          const i = frame.next++;
+          if (frame.wrote) out.push(',');
+          frame.wrote = true;
+          child = items[i];
+          childOmit = subtree(frame.omit, String(i));
+          found = true;
+          break;
+        }
+        out.push(']');
+      } else {
+        const obj = frame.container as Record<string, unknown>;
+        while (frame.next < frame.keys.length) {
+          const key = frame.keys[frame.next++];
+          const item = obj[key];
+          if (item === undefined || typeof item === 'function' || typeof item === 'symbol') continue;
+          const below = frame.omit?.[key];
+          if (below === true) continue;
+          out.push(frame.wrote ? `,${JSON.stringify(key)}:` : `${JSON.stringify(key)}:`);
+          frame.wrote = true;
+          child = item;
+          childOmit = below;
+          found = true;
+          break;
+        }
+        if (found) break;
+        out.push('}');
+      }
+      seen.delete(frame.container);
+      stack.pop();
+    }
+    if (!found) return out.join('');
+  }
+}
+
+function subtree(omit: OmissionTree | undefined, name: string): OmissionTree | undefined {
+  const below = omit?.[name];
+  return below === true ? undefined : below;
+}
+
+/** Writes a primitive, or the opening bracket of a container and returns it with its sorted keys. */
+function open(value: unknown, stack: readonly Frame[], seen: Set<object>, out: string[]): { value: object; keys: string[] | undefined } | undefined {
+  if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+    value = (value as { toJSON: () => unknown }).toJSON();
+  }
+  if (value === null) {
+    out.push('null');
+    return undefined;
+  }
   switch (typeof value) {
     case 'string':
-      return JSON.stringify(value);
+      out.push(JSON.stringify(value));
+      return undefined;
     case 'boolean':
-      return value ? 'true' : 'false';
+      out.push(value ? 'true' : 'false');
+      return undefined;
     case 'number':
-      if (!Number.isFinite(value)) throw new NotSerializableError(path, `${value} is not a finite number`);
-      return JSON.stringify(value);
+      if (!Number.isFinite(value)) throw new NotSerializableError(pathOf(stack), `${value} is not a finite number`);
+      out.push(JSON.stringify(value));
+      return undefined;
     case 'undefined':
-      return 'null';
+      out.push('null');
+      return undefined;
     case 'bigint':
-      throw new NotSerializableError(path, 'BigInt has no JSON form');
+      throw new NotSerializableError(pathOf(stack), 'BigInt has no JSON form');
     case 'function':
     case 'symbol':
-      throw new NotSerializableError(path, `${typeof value} has no JSON form`);
+      throw new NotSerializableError(pathOf(stack), `${typeof value} has no JSON form`);
   }
-  const obj = value as Record<string, unknown> & { toJSON?: () => unknown };
-  if (typeof obj.toJSON === 'function') return write(obj.toJSON(), path, seen);
-  if (seen.has(obj)) throw new NotSerializableError(path, 'circular reference');
+  const obj = value;
+  if (seen.has(obj)) throw new NotSerializableError(pathOf(stack), 'circular reference');
+  if (Array.isArray(obj)) {
+    seen.add(obj);
+    out.push('[');
+    return { value: obj, keys: undefined };
+  }
+  if (obj instanceof Map || obj instanceof Set) {
+    throw new NotSerializableError(pathOf(stack), `${obj.constructor.name} has no JSON form; convert it to an object or array`);
+  }
   seen.add(obj);
-  try {
-    if (Array.isArray(obj)) {
-      return `[${obj.map((item, i) => write(item, `${path}[${i}]`, seen)).join(',')}]`;
-    }
-    if (obj instanceof Map || obj instanceof Set) {
-      throw new NotSerializableError(path, `${obj.constructor.name} has no JSON form; convert it to an object or array`);
-    }
-    const parts: string[] = [];
-    for (const key of Object.keys(obj).sort()) {
-      const item = obj[key];
-      if (item === undefined || typeof item === 'function' || typeof item === 'symbol') continue;
-      parts.push(`${JSON.stringify(key)}:${write(item, `${path}.${key}`, seen)}`);
-    }
-    return `{${parts.join(',')}}`;
-  } finally {
-    seen.delete(obj);
+  out.push('{');
+  return { value: obj, keys: Object.keys(obj).sort() };
+}
+
+/** `$.a[1].b`: where the value being written sits (computed only for an error message). */
+function pathOf(stack: readonly Frame[]): string {
+  let path = '$';
+  for (const frame of stack) {
+    const at = frame.next - 1;
+    path += frame.keys === undefined ? `[${at}]` : `.${frame.keys[at]}`;
   }
+  return path;
 }

@@ -2,6 +2,7 @@ import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 import type { IdempotencyModuleOptions } from '../interfaces/idempotency-options.interface';
 import type { ResolvedRetentionOptions } from '../retention/retention.interfaces';
 import type { ResolvedHttpOptions, ResolvedOptions, ResolvedWorkflowOptions } from '../interfaces/resolved-options';
+import { DEFAULT_PROBLEM_TYPE_BASE } from '../http/problem-details';
 import { parseDuration } from './duration';
 import { KeyTracker } from './known-keys';
 import { MAX_TIMER_MS } from './long-timer';
@@ -189,7 +190,13 @@ function resolveHttp(c: Checker, value: unknown): ResolvedHttpOptions {
   if (typeof header !== 'string' || !HEADER_NAME.test(header)) c.fail('http.header', `expected an HTTP header name, got ${JSON.stringify(header)}`);
   const methods = o.methods === undefined ? ['POST', 'PATCH'] : c.stringList('http.methods', o.methods).map((m) => m.toUpperCase());
   for (const m of methods) if (!HTTP_METHODS.includes(m)) c.fail('http.methods', `"${m}" is not an HTTP method; use ${HTTP_METHODS.join(', ')}`);
-  if (o.scope !== undefined && typeof o.scope !== 'function') c.fail('http.scope', 'expected a function (request) => string | undefined');
+  if (o.scope !== undefined && typeof o.scope !== 'function' && o.scope !== 'global') {
+    c.fail('http.scope', `expected a function (request) => string | undefined, or "global" for one scope shared by all clients; got ${JSON.stringify(o.scope)}`);
+  }
+  const problemTypeBase = o.problemTypeBase ?? DEFAULT_PROBLEM_TYPE_BASE;
+  if (typeof problemTypeBase !== 'string' || problemTypeBase.length === 0) {
+    c.fail('http.problemTypeBase', `expected a URL prefix such as "https://docs.example.com/problems/", got ${JSON.stringify(problemTypeBase)}`);
+  }
   const wait = o.wait === undefined || o.wait === false ? 0 : c.duration('http.wait', o.wait, 0, { positive: true });
   return {
     enabled: c.boolean('http.enabled', o.enabled, true),
@@ -199,7 +206,9 @@ function resolveHttp(c: Checker, value: unknown): ResolvedHttpOptions {
     leaseMs: c.duration('http.lockTimeout', o.lockTimeout, 30_000, { positive: true }),
     required: c.boolean('http.required', o.required, false),
     methods: new Set(methods),
-    scope: o.scope as ResolvedHttpOptions['scope'],
+    scope: typeof o.scope === 'function' ? (o.scope as ResolvedHttpOptions['scope']) : undefined,
+    scopeDefaulted: o.scope === undefined,
+    problemTypeBase: typeof problemTypeBase === 'string' ? problemTypeBase : DEFAULT_PROBLEM_TYPE_BASE,
     replayHeaders: c.stringList('http.replayHeaders', o.replayHeaders),
     ignoreBodyFields: c.stringList('http.ignoreBodyFields', o.ignoreBodyFields),
     failOpen: c.boolean('http.failOpen', o.failOpen, false),
@@ -267,6 +276,15 @@ export function resolveOptions(options: IdempotencyModuleOptions | undefined): R
   return resolved;
 }
 
+/** A route's `scope`: its function, none for `"global"`, the module's when unset. */
+function routeScope(c: Checker, value: unknown, fallback: ResolvedHttpOptions['scope']): ResolvedHttpOptions['scope'] {
+  if (value === undefined) return fallback;
+  if (value === 'global') return undefined;
+  if (typeof value === 'function') return value as ResolvedHttpOptions['scope'];
+  c.fail('scope', `expected a function (request) => string | undefined, or "global"; got ${JSON.stringify(value)}`);
+  return fallback;
+}
+
 /** Parses the per-route overrides of `@Idempotent()`; route options are checked once per route. */
 export function resolveRouteOptions(base: ResolvedHttpOptions, route: Record<string, unknown>, where: string): ResolvedHttpOptions {
   const c = new Checker();
@@ -276,7 +294,7 @@ export function resolveRouteOptions(base: ResolvedHttpOptions, route: Record<str
     ttlMs: c.duration('ttl', merged.ttl, base.ttlMs, { positive: true }),
     leaseMs: c.duration('lockTimeout', merged.lockTimeout, base.leaseMs, { positive: true }),
     required: c.boolean('required', merged.required, base.required),
-    scope: (merged.scope as ResolvedHttpOptions['scope']) ?? base.scope,
+    scope: routeScope(c, merged.scope, base.scope),
     replayHeaders: merged.replayHeaders === undefined ? base.replayHeaders : c.stringList('replayHeaders', merged.replayHeaders),
     ignoreBodyFields: merged.ignoreBodyFields === undefined ? base.ignoreBodyFields : c.stringList('ignoreBodyFields', merged.ignoreBodyFields),
     waitMs: merged.wait === undefined ? base.waitMs : merged.wait === false ? 0 : c.duration('wait', merged.wait, 0, { positive: true }),

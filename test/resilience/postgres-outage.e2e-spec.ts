@@ -70,6 +70,7 @@ describe('Postgres unavailable when claiming', () => {
         expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
         expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
         expect(JSON.parse(res.text)).toMatchObject({ status: 503, type: expect.stringContaining('store-unavailable') });
+        expect(res.headers['idempotency-unprotected']).toBeUndefined();
       }
       expect(runs.get(key)).toBeUndefined();
       expect(await probe.exists(redisKeys(prefix, key).marker, redisKeys(prefix, key).record)).toBe(0);
@@ -87,6 +88,8 @@ describe('Postgres unavailable when claiming', () => {
       const res = await request(url).post('/charge').set('Idempotency-Key', key).send({ amount: 5 });
       expect(res.status).toBe(201);
       expect(res.body).toEqual({ key, amount: 5, run: 1 });
+      // The response says that it ran without protection.
+      expect(res.headers['idempotency-unprotected']).toBe('true');
       expect(runs.get(key)).toBe(1);
     });
   });

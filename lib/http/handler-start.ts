@@ -1,0 +1,69 @@
+import type { CallHandler } from '@nestjs/common';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { catchError, from, isObservable, Observable, throwError } from 'rxjs';
+import { copyMethodMetadata } from '../utils/copy-method-metadata';
+
+const current = new AsyncLocalStorage<HandlerStart>();
+const TRACKED = Symbol('nestjs-idempotency:tracked-handler');
+
+type Method = ((...args: unknown[]) => unknown) & { [TRACKED]?: true };
+
+/**
+ * Tells whether a route handler started. Nest runs the pipes (`ValidationPipe`, …) and then the handler
+ * inside the interceptor's `next.handle()`, so an error from there may come before the handler ever ran;
+ * the route handler, wrapped once at startup by {@link trackRouteHandler}, reports its start to the
+ * `HandlerStart` of its request. With `takeOver`, the call itself is handed over: the interceptor then
+ * claims the key at that moment (when a route interceptor such as `FileInterceptor` has parsed the body).
+ */
+export class HandlerStart {
+  started = false;
+
+  constructor(readonly takeOver?: (invoke: () => unknown) => Promise<unknown>) {}
+
+  /** `next.handle()`, with the route handler reporting to this start; an error before the start comes out as {@link HandlerNeverStartedError}. */
+  handle(next: CallHandler): Observable<unknown> {
+    return current.run(this, () => next.handle()).pipe(
+      catchError((err: unknown) => throwError(() => (this.started ? err : new HandlerNeverStartedError(err)))),
+    );
+  }
+}
+
+/** The request was refused before its route handler started (a pipe, or a route interceptor, threw). */
+export class HandlerNeverStartedError extends Error {
+  constructor(override readonly cause: unknown) {
+    super(`the route handler never started: ${cause instanceof Error ? cause.message : String(cause)}`);
+    this.name = 'HandlerNeverStartedError';
+  }
+}
+
+/** Whether `handler` (from `ExecutionContext.getHandler()`) reports its start. */
+export function isTrackedHandler(handler: unknown): boolean {
+  return typeof handler === 'function' && (handler as Method)[TRACKED] === true;
+}
+
+/**
+ * Replaces `prototype[name]` by a wrapper that reports its start, keeping the original's name and
+ * metadata. Must run before Nest registers the routes: the router keeps the function it finds then.
+ * Wrapping twice is a no-op.
+ */
+export function trackRouteHandler(prototype: object, name: string): void {
+  const target = prototype as Record<string, Method | undefined>;
+  const original = target[name];
+  if (typeof original !== 'function' || original[TRACKED]) return;
+  const wrapper = function (this: unknown, ...args: unknown[]): unknown {
+    const start = current.getStore();
+    if (!start || start.started) return original.apply(this, args);
+    start.started = true;
+    return start.takeOver ? start.takeOver(() => original.apply(this, args)) : original.apply(this, args);
+  } as Method;
+  copyMethodMetadata(original, wrapper);
+  Object.defineProperty(wrapper, 'name', { value: original.name });
+  wrapper[TRACKED] = true;
+  const descriptor = Object.getOwnPropertyDescriptor(prototype, name) ?? { writable: true, configurable: true, enumerable: false };
+  Object.defineProperty(prototype, name, { ...descriptor, value: wrapper });
+}
+
+/** A handler's return value as Nest treats it: an Observable as is, anything else (a promise or a value) as one value. */
+export function asObservable(result: unknown): Observable<unknown> {
+  return isObservable(result) ? result : from(Promise.resolve(result));
+}

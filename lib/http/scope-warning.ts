@@ -1,0 +1,21 @@
+import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { ResolvedOptions } from '../interfaces/resolved-options';
+
+/** The warning logged once at startup when HTTP idempotency runs without a configured scope. */
+export const MISSING_SCOPE_WARNING =
+  'http.scope is not set, so idempotency keys are shared by all clients: anyone who sends another client\'s key gets ' +
+  'that client\'s stored response. Set http.scope to a function of the authenticated request, e.g. ' +
+  '`scope: (req) => req.user?.id`, or `scope: "global"` if one shared key space is what you want.';
+
+/** Says once, at startup, that keys are not scoped per client when no `http.scope` was chosen. */
+@Injectable()
+export class ScopeWarning implements OnModuleInit {
+  private readonly logger = new Logger('Idempotency');
+
+  constructor(@Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions) {}
+
+  onModuleInit(): void {
+    if (this.options.http.enabled && this.options.http.scopeDefaulted) this.logger.warn(MISSING_SCOPE_WARNING);
+  }
+}

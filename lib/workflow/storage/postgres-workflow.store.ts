@@ -5,6 +5,7 @@ import { retryTransient } from './transient';
 import { BeginOutcome, NewExecution, StepOutcome, UnfinishedExecution, WorkflowStore } from './workflow.store';
 import { WorkflowSql, workflowSql } from './workflow.sql';
 import { withClient } from '../../storage/postgres/checkout';
+import { LeaseLock } from '../../storage/postgres/lease-lock';
 
 /** How many times an insert is retried when it lost a race against a row its snapshot could not see yet. */
 const RACE_RETRIES = 5;
@@ -229,16 +230,7 @@ export class PostgresWorkflowStore extends WorkflowStore {
   }
 
   async withReconcilerLock(work: () => Promise<void>): Promise<boolean> {
-    return withClient(this.connection.pool, async (client) => {
-      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [this.sql.lockKey]);
-      if (!rows[0].locked) return false;
-      try {
-        await work();
-        return true;
-      } finally {
-        await client.query('SELECT pg_advisory_unlock(hashtext($1))', [this.sql.lockKey]).catch(() => undefined);
-      }
-    });
+    return (await new LeaseLock(this.connection, this.sql.lockKey).run(work)).acquired;
   }
 
   private async failExhausted(executionId: string, maxRecoveries: number): Promise<void> {

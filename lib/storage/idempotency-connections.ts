@@ -42,6 +42,11 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationBootst
     return this.state().schema;
   }
 
+  /** Whether the stores send named (server-side prepared) statements: `postgres.preparedStatements`. */
+  get preparedStatements(): boolean {
+    return this.options.postgres.preparedStatements;
+  }
+
   /** Prefix of the cache's Redis keys: the configured one, or one derived from the Postgres database and schema. */
   get redisKeyPrefix(): string {
     return this.state().redisKeyPrefix;

@@ -74,7 +74,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 function resolvePostgres(c: Checker, value: unknown): ResolvedOptions['postgres'] {
-  const fallback = { kind: 'url' as const, url: '', schema: 'public', poolSize: DEFAULT_POOL_SIZE };
+  const fallback = { kind: 'url' as const, url: '', schema: 'public', poolSize: DEFAULT_POOL_SIZE, preparedStatements: true };
   if (!isObject(value)) {
     c.fail('postgres', 'required: give { url: "postgres://…" } or { dataSource: "default" } to reuse your TypeORM DataSource');
     return fallback;
@@ -83,12 +83,13 @@ function resolvePostgres(c: Checker, value: unknown): ResolvedOptions['postgres'
   if (schema !== undefined && (typeof schema !== 'string' || schema.length === 0 || schema.length > 63)) {
     c.fail('postgres.schema', 'expected a schema name of 1 to 63 characters');
   }
+  const preparedStatements = c.boolean('postgres.preparedStatements', value.preparedStatements, true);
   if ('dataSource' in value) {
     const ds = value.dataSource;
     if (typeof ds !== 'string' && !(isObject(ds) && typeof (ds as { query?: unknown }).query === 'function')) {
       c.fail('postgres.dataSource', 'expected a DataSource name (as given to TypeOrmModule) or a DataSource instance');
     }
-    return { kind: 'dataSource', dataSource: ds as string, schema: schema as string | undefined };
+    return { kind: 'dataSource', dataSource: ds as string, schema: schema as string | undefined, preparedStatements };
   }
   if (typeof value.url !== 'string' || !/^postgres(ql)?:\/\//.test(value.url)) {
     c.fail('postgres.url', `expected a URL like "postgres://user:pass@host:5432/db", got ${JSON.stringify(value.url)}`);
@@ -99,6 +100,7 @@ function resolvePostgres(c: Checker, value: unknown): ResolvedOptions['postgres'
     url: value.url,
     schema: (schema as string | undefined) ?? 'public',
     poolSize: c.positiveInt('postgres.poolSize', value.poolSize, DEFAULT_POOL_SIZE),
+    preparedStatements,
   };
 }
 

@@ -6,6 +6,7 @@ import { BeginOutcome, NewExecution, StepOutcome, UnfinishedExecution, WorkflowS
 import { WorkflowSql, workflowSql } from './workflow.sql';
 import { withClient } from '../../storage/postgres/checkout';
 import { LeaseLock } from '../../storage/postgres/lease-lock';
+import { StoreConnection, withPreparedStatements } from '../../storage/postgres/statements';
 
 /** How many times an insert is retried when it lost a race against a row its snapshot could not see yet. */
 const RACE_RETRIES = 5;
@@ -80,14 +81,14 @@ export class PostgresWorkflowStore extends WorkflowStore {
 
   /** `connection` is read on each call: the pool is opened at module init, after this store is built. */
   constructor(
-    private readonly connection: { readonly pool: Pool; readonly schema: string },
+    private readonly connection: StoreConnection & { readonly pool: Pool },
     private readonly retryForMs = 60_000,
   ) {
     super();
   }
 
   private get sql(): WorkflowSql {
-    return (this.statements ??= workflowSql(this.connection.schema));
+    return (this.statements ??= withPreparedStatements(workflowSql(this.connection.schema), this.connection.preparedStatements));
   }
 
   private async query<R extends QueryResultRow>(config: QueryConfig): Promise<R[]> {

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { Job, UnrecoverableError, Worker } from 'bullmq';
+import type { Job, Worker } from 'bullmq';
+import { bullmq } from './bullmq-peer';
 import { StepTimeoutError } from '../errors/step-timeout.error';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
@@ -34,7 +35,7 @@ export class StepWorker {
   start(): void {
     const o = this.options.workflows;
     for (const name of this.registry.stepQueues()) {
-      const worker = new Worker<StepJobData, StepJobResult>(name, (job) => this.process(name, job), {
+      const worker = new (bullmq().Worker)<StepJobData, StepJobResult>(name, (job) => this.process(name, job), {
         connection: this.queues.connection(),
         prefix: this.queues.prefix,
         concurrency: o.concurrency,
@@ -106,11 +107,11 @@ export class StepWorker {
       try {
         stored = value === undefined ? null : (JSON.parse(JSON.stringify(value)) as unknown);
       } catch (err) {
-        throw new UnrecoverableError(`step "${step.name}" returned a value that is not JSON-serializable: ${(err as Error).message}`);
+        throw new (bullmq().UnrecoverableError)(`step "${step.name}" returned a value that is not JSON-serializable: ${(err as Error).message}`);
       }
       return { status: 'completed', result: stored };
     } catch (err) {
-      const last = attempt >= step.attempts || err instanceof UnrecoverableError;
+      const last = attempt >= step.attempts || err instanceof bullmq().UnrecoverableError;
       if (!last) throw err;
       return { status: 'failed', error: serializeError(err) };
     }

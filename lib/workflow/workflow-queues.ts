@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { ConnectionOptions, Queue, QueueEvents } from 'bullmq';
+import type { ConnectionOptions, Queue, QueueEvents } from 'bullmq';
+import { bullmq } from './bullmq-peer';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 
@@ -51,7 +52,7 @@ export class WorkflowQueues {
   queue(name: string): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
-      queue = new Queue(name, { connection: this.connection(), prefix: this.prefix });
+      queue = new (bullmq().Queue)(name, { connection: this.connection(), prefix: this.prefix });
       queue.on('error', (err) => this.logger.warn(`queue "${name}": ${err.message}`));
       this.queues.set(name, queue);
     }
@@ -63,7 +64,7 @@ export class WorkflowQueues {
     const started: QueueEvents[] = [];
     for (const name of names) {
       if (this.events.has(name)) continue;
-      const events = new QueueEvents(name, { connection: this.connection(), prefix: this.prefix });
+      const events = new (bullmq().QueueEvents)(name, { connection: this.connection(), prefix: this.prefix });
       events.on('error', (err) => this.logger.warn(`queue events "${name}": ${err.message}`));
       events.on('completed', ({ jobId, returnvalue }) => this.notify(name, jobId, { kind: 'completed', value: parse(returnvalue) }));
       events.on('failed', ({ jobId }) => this.notify(name, jobId, { kind: 'check' }));

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { DelayedError, Job, Worker } from 'bullmq';
+import type { Job, Worker } from 'bullmq';
+import { bullmq } from './bullmq-peer';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { drainAndClose } from './step-worker';
@@ -33,7 +34,7 @@ export class WorkflowWorker {
   start(): void {
     const o = this.options.workflows;
     for (const name of this.registry.workflowQueues()) {
-      const worker = new Worker<WorkflowJobData, string>(name, (job, token) => this.process(job, token), {
+      const worker = new (bullmq().Worker)<WorkflowJobData, string>(name, (job, token) => this.process(job, token), {
         connection: this.queues.connection(),
         prefix: this.queues.prefix,
         concurrency: o.workflowConcurrency,
@@ -59,7 +60,7 @@ export class WorkflowWorker {
       const outcome = await this.executor.execute(job.data.executionId);
       if (outcome === 'released') {
         await job.moveToDelayed(Date.now(), token);
-        throw new DelayedError();
+        throw new (bullmq().DelayedError)();
       }
       return outcome;
     } finally {

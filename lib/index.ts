@@ -32,7 +32,7 @@ export { ResultNotStoredError } from './errors/result-not-stored.error';
 export { KeyDerivationError } from './errors/key-derivation.error';
 export { IDEMPOTENCY_MIGRATIONS, IDEMPOTENCY_MIGRATIONS_TABLE } from '../migrations';
 export type {
-  IdempotencyModuleOptions, HttpIdempotencyOptions, IdempotentRouteOptions, PostgresOptions, RedisModuleOptions,
+  IdempotencyModuleOptions, HttpIdempotencyOptions, IdempotentRouteOptions, PostgresOptions, PostgresCommonOptions, RedisModuleOptions,
   RedisCommonOptions, RedisBreakerOptions, IdempotencyRequest,
 } from './interfaces/idempotency-options.interface';
 export type { Duration } from './utils/duration';

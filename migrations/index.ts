@@ -2,9 +2,24 @@ import { CreateIdempotencyRecords1732250000000 } from './1732250000000-create-id
 import { CreateInboxMessages1732255000000 } from './1732255000000-create-inbox-messages';
 import { CreateWorkflowTables1732260000000 } from './1732260000000-create-workflow-tables';
 import { StepJournal1764000100000 } from './1764000100000-step-journal';
+import { CreateIdempotencyLocks1764000500000 } from './1764000500000-create-idempotency-locks';
+import { skipWhenRecorded } from './recorded-migrations';
 
-/** The library's TypeORM migrations, in order. Add them to your DataSource's `migrations`, or set `migrationsRun: true`. */
-export const IDEMPOTENCY_MIGRATIONS = [CreateIdempotencyRecords1732250000000, CreateInboxMessages1732255000000, CreateWorkflowTables1732260000000, StepJournal1764000100000];
+/** The library's migrations as written, in order (the module and the CLI apply these). */
+export const IDEMPOTENCY_MIGRATION_CLASSES = [
+  CreateIdempotencyRecords1732250000000,
+  CreateInboxMessages1732255000000,
+  CreateWorkflowTables1732260000000,
+  StepJournal1764000100000,
+  CreateIdempotencyLocks1764000500000,
+];
 
-/** The migrations table the module uses when it applies or verifies its own migrations. */
+/**
+ * The library's TypeORM migrations, in order. Add them to your DataSource's `migrations`, set `migrationsRun: true`,
+ * or run `npx nestjs-idempotency migrate`. Each is skipped (only recorded) when a migrations table in its schema
+ * already lists it, so the three ways can be mixed.
+ */
+export const IDEMPOTENCY_MIGRATIONS = IDEMPOTENCY_MIGRATION_CLASSES.map(skipWhenRecorded);
+
+/** The migrations table the module and the CLI use when they apply or verify the library's migrations. */
 export const IDEMPOTENCY_MIGRATIONS_TABLE = 'idempotency_migrations';

@@ -32,6 +32,10 @@ const SAMPLES: Record<string, () => Error[]> = {
   StepTimeoutError: () => [new api.StepTimeoutError('s', 10)],
   WorkflowNotFoundError: () => [new api.WorkflowNotFoundError('gone')],
   WorkflowResultTimeoutError: () => [new api.WorkflowResultTimeoutError('e', 'running', 10)],
+  IdempotencyInputTooLongError: () => [new api.IdempotencyInputTooLongError('scope', 9000, 2048)],
+  StoreRejectedError: () => [new api.StoreRejectedError(new Error('value too long'))],
+  BodyNotFingerprintableError: () => [new api.BodyNotFingerprintableError('multipart/form-data', 'not parsed yet')],
+  NoDatabaseInTestModeError: () => [new api.NoDatabaseInTestModeError('query')],
   IdempotencyProblemException: () =>
     (Object.keys(IDEMPOTENCY_PROBLEMS) as IdempotencyProblemType[]).map((type) => new api.IdempotencyProblemException(type, 'detail')),
 };

@@ -1,9 +1,10 @@
+import { IdempotencyError } from './idempotency.error';
 /**
  * A key or scope is longer than the store can index. Refused before the store is asked, so it is never
  * mistaken for an outage: the caller must shorten it (hash a long value, or choose a shorter scope).
  * The HTTP interceptor answers it with `400` problem+json.
  */
-export class IdempotencyInputTooLongError extends Error {
+export class IdempotencyInputTooLongError extends IdempotencyError {
   readonly code = 'IDEMPOTENCY_INPUT_TOO_LONG';
 
   constructor(readonly input: 'key' | 'scope', readonly bytes: number, readonly limit: number) {

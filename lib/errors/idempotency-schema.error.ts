@@ -7,8 +7,8 @@ export class IdempotencySchemaError extends IdempotencyError {
   constructor(schema: string, missing: string[]) {
     super(
       `nestjs-idempotency: schema "${schema}" is missing migration(s) ${missing.join(', ')}. ` +
-        'Set `migrationsRun: true` in IdempotencyModule options, or add IDEMPOTENCY_MIGRATIONS to your DataSource migrations and run them ' +
-        `(migrations table "idempotency_migrations").`,
+        'Set `migrationsRun: true` in IdempotencyModule options, run `npx nestjs-idempotency migrate` (DATABASE_URL, ' +
+        `--schema ${schema}), or add IDEMPOTENCY_MIGRATIONS to your DataSource's migrations and run them.`,
     );
     this.name = 'IdempotencySchemaError';
   }

@@ -4,10 +4,21 @@ import type { DataSource } from 'typeorm';
 import type { RetentionOptions } from '../retention/retention.interfaces';
 import type { Duration } from '../utils/duration';
 
+/** Settings shared by both forms of the `postgres` option. */
+export interface PostgresCommonOptions {
+  schema?: string;
+  /**
+   * Named (server-side) prepared statements for the hot-path queries. Default true. Set false behind PgBouncer in
+   * transaction pooling without `max_prepared_statements` (PgBouncer < 1.21), where a statement prepared on one
+   * server connection is missing on the next.
+   */
+  preparedStatements?: boolean;
+}
+
 /** Postgres: a connection the module owns, or the app's own `@nestjs/typeorm` DataSource (by name or instance). */
 export type PostgresOptions =
-  | { url: string; schema?: string; poolSize?: number }
-  | { dataSource: string | DataSource; schema?: string };
+  | (PostgresCommonOptions & { url: string; poolSize?: number })
+  | (PostgresCommonOptions & { dataSource: string | DataSource });
 
 /** Circuit breaker in front of Redis. */
 export interface RedisBreakerOptions {

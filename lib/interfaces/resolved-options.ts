@@ -44,8 +44,8 @@ export interface ResolvedWorkflowOptions {
 /** Module options after validation (internal). */
 export interface ResolvedOptions {
   postgres:
-    | { kind: 'url'; url: string; schema: string; poolSize: number }
-    | { kind: 'dataSource'; dataSource: string | DataSource; schema?: string };
+    | { kind: 'url'; url: string; schema: string; poolSize: number; preparedStatements: boolean }
+    | { kind: 'dataSource'; dataSource: string | DataSource; schema?: string; preparedStatements: boolean };
   redis:
     | false
     | {

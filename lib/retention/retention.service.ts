@@ -3,14 +3,14 @@ import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
 import { CleanupReport } from './retention.interfaces';
-import { withClient } from '../storage/postgres/checkout';
+import { LeaseLock } from '../storage/postgres/lease-lock';
 import { retentionSql } from './retention.sql';
 import { WorkflowRetentionPolicy } from './workflow-retention.policy';
 import { LongTimer, setLongInterval } from '../utils/long-timer';
 
 /**
- * Deletes what retention says may go, in short batches, on one instance at a time (a Postgres advisory
- * lock): expired HTTP and method records, old inbox ids, and finished workflow executions with their steps
+ * Deletes what retention says may go, in short batches, on one instance at a time (a lease row, see
+ * LeaseLock): expired HTTP and method records, old inbox ids, and finished workflow executions with their steps
  * (per workflow: `@Workflow({ retention })`, else `retention.queues[queue]`, else `retention.workflows`).
  * Runs every `retention.cleanupInterval` in the background; `cleanup()` runs a pass on demand.
  */
@@ -45,26 +45,22 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
   /** One cleanup pass; `null` when another instance is running one right now. */
   async cleanup(): Promise<CleanupReport | null> {
     const sql = retentionSql(this.connections.schema);
-    return withClient(this.connections.pool, async (client) => {
-      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [sql.lockKey]);
-      if (!rows[0].locked) return null;
-      try {
-        const { batchSize, releasedMs, inboxMs } = this.options.retention;
-        const report: CleanupReport = { records: 0, inbox: 0, workflows: 0 };
-        report.records = await this.drain(sql.records, [releasedMs, batchSize], batchSize);
-        if (inboxMs !== null) report.inbox = await this.drain(sql.inbox, [inboxMs, batchSize], batchSize);
-        const policies = this.workflows?.policies() ?? [];
-        const forget = (rows: { workflow_id: string }[]) => this.workflows?.forget(rows.map((r) => r.workflow_id));
-        for (const { name, retentionMs } of policies) {
-          report.workflows += await this.drain(sql.workflows, [name, retentionMs, batchSize], batchSize, forget);
-        }
-        const known = policies.map((p) => p.name);
-        report.workflows += await this.drain(sql.otherWorkflows, [known, this.options.retention.workflowsMs, batchSize], batchSize, forget);
-        return report;
-      } finally {
-        await client.query('SELECT pg_advisory_unlock(hashtext($1))', [sql.lockKey]).catch(() => undefined);
+    const lock = new LeaseLock(this.connections, sql.lockKey);
+    const pass = await lock.run(async () => {
+      const { batchSize, releasedMs, inboxMs } = this.options.retention;
+      const report: CleanupReport = { records: 0, inbox: 0, workflows: 0 };
+      report.records = await this.drain(sql.records, [releasedMs, batchSize], batchSize);
+      if (inboxMs !== null) report.inbox = await this.drain(sql.inbox, [inboxMs, batchSize], batchSize);
+      const policies = this.workflows?.policies() ?? [];
+      const forget = (rows: { workflow_id: string }[]) => this.workflows?.forget(rows.map((r) => r.workflow_id));
+      for (const { name, retentionMs } of policies) {
+        report.workflows += await this.drain(sql.workflows, [name, retentionMs, batchSize], batchSize, forget);
       }
+      const known = policies.map((p) => p.name);
+      report.workflows += await this.drain(sql.otherWorkflows, [known, this.options.retention.workflowsMs, batchSize], batchSize, forget);
+      return report;
     });
+    return pass.acquired ? pass.value : null;
   }
 
   /** Repeats one batched delete until a batch comes back short; each batch commits on its own. */

@@ -4,12 +4,12 @@ import { createHash } from 'node:crypto';
 import type Redis from 'ioredis';
 import type { Pool } from 'pg';
 import type { DataSource } from 'typeorm';
-import { IDEMPOTENCY_MIGRATIONS, IDEMPOTENCY_MIGRATIONS_TABLE } from '../../migrations';
 import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 import { IdempotencySchemaError } from '../errors/idempotency-schema.error';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { loadPeer } from '../utils/optional-peer';
+import { pendingMigrations, runMigrations, withMigrationConnection } from './postgres/schema-migrator';
 
 /**
  * Owns (or borrows) the Postgres pool and the Redis client, prepares the schema at bootstrap,
@@ -42,6 +42,11 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationBootst
     return this.state().schema;
   }
 
+  /** Whether the stores send named (server-side prepared) statements: `postgres.preparedStatements`. */
+  get preparedStatements(): boolean {
+    return this.options.postgres.preparedStatements;
+  }
+
   /** Prefix of the cache's Redis keys: the configured one, or one derived from the Postgres database and schema. */
   get redisKeyPrefix(): string {
     return this.state().redisKeyPrefix;
@@ -67,7 +72,7 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationBootst
         redis = c.client;
       } else {
         const common = { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true, retryStrategy: (n: number) => Math.min(n * 200, 2000) };
-        const { default: Redis } = loadPeer('ioredis', 'the redis option');
+        const { default: Redis } = loadPeer('ioredis', 'redis');
         redis = 'url' in c ? new Redis(c.url, common) : new Redis({ ...c.options, ...common });
         redis.on('error', () => undefined); // failures are reported by the circuit breaker
         this.ownedRedis = redis;
@@ -107,7 +112,7 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationBootst
     if (pg.kind === 'url') {
       // allowExitOnIdle: idle pooled connections never keep a process alive on their own (a failed bootstrap,
       // a script that is done); a server stays up through its HTTP listener and workers.
-      const { DataSource } = loadPeer('typeorm', 'the postgres option');
+      const { DataSource } = loadPeer('typeorm', 'postgres');
       const dataSource = new DataSource({
         type: 'postgres', url: pg.url, schema: pg.schema, poolSize: pg.poolSize, entities: [], logging: false, extra: { allowExitOnIdle: true },
       });
@@ -140,43 +145,13 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationBootst
 
   /** Applies the library's migrations, or checks they were applied, on a short-lived connection of its own. */
   private static async prepareSchema(connection: object, schema: string, run: boolean): Promise<void> {
-    const { DataSource } = loadPeer('typeorm', 'the postgres option');
-    const dataSource = new DataSource({
-      ...(connection as { type: 'postgres' }),
-      name: undefined,
-      schema,
-      entities: [],
-      subscribers: [],
-      synchronize: false,
-      migrationsRun: false,
-      logging: false,
-      poolSize: 1,
-      migrations: IDEMPOTENCY_MIGRATIONS,
-      migrationsTableName: IDEMPOTENCY_MIGRATIONS_TABLE,
-    } as never);
-    await dataSource.initialize();
-    try {
+    await withMigrationConnection(connection, schema, async (dataSource) => {
       if (run) {
-        // Several instances may boot at once: one migrates while the others wait, then find nothing to do.
-        await dataSource.query('SELECT pg_advisory_lock(hashtext($1))', [`nestjs-idempotency:migrations:${schema}`]);
-        await dataSource.query(`CREATE SCHEMA IF NOT EXISTS "${schema.replace(/"/g, '""')}"`);
-        await dataSource.runMigrations({ transaction: 'each' });
+        await runMigrations(dataSource, schema);
         return;
       }
-      const applied = await IdempotencyConnections.appliedMigrations(dataSource, schema);
-      const missing = IDEMPOTENCY_MIGRATIONS.map((m) => m.name).filter((name) => !applied.has(name));
+      const missing = await pendingMigrations(dataSource, schema);
       if (missing.length > 0) throw new IdempotencySchemaError(schema, missing);
-    } finally {
-      await dataSource.destroy();
-    }
-  }
-
-  private static async appliedMigrations(dataSource: DataSource, schema: string): Promise<Set<string>> {
-    const [{ exists }] = await dataSource.query<[{ exists: boolean }]>('SELECT to_regclass($1) IS NOT NULL AS exists', [
-      `"${schema.replace(/"/g, '""')}"."${IDEMPOTENCY_MIGRATIONS_TABLE}"`,
-    ]);
-    if (!exists) return new Set();
-    const rows = await dataSource.query<{ name: string }[]>(`SELECT name FROM "${schema.replace(/"/g, '""')}"."${IDEMPOTENCY_MIGRATIONS_TABLE}"`);
-    return new Set(rows.map((r) => r.name));
+    });
   }
 }

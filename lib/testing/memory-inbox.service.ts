@@ -1,8 +1,9 @@
 import type { EntityManager } from 'typeorm';
 import type { InboxBatchOutcome, InboxOutcome, InboxService } from '../inbox/inbox.service';
+import { IdempotencyError } from '../errors/idempotency.error';
 
 /** An inbox handler used its EntityManager under IdempotencyTestingModule, which has no database. */
-export class NoDatabaseInTestModeError extends Error {
+export class NoDatabaseInTestModeError extends IdempotencyError {
   readonly code = 'NO_DATABASE_IN_TEST_MODE';
 
   constructor(readonly property: string) {

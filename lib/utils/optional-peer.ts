@@ -7,18 +7,24 @@ export interface Peers {
   typeorm: typeof import('typeorm');
 }
 
+const HOW_TO_DO_WITHOUT: Partial<Record<keyof Peers, string>> = {
+  ioredis: ' or set `redis: false` to run on Postgres alone',
+  bullmq: ' or remove the @Workflow() classes',
+};
+
 /**
  * Loads a peer package on first use, so that importing the library (or running it in test mode) loads none of
- * Postgres, Redis or BullMQ. A missing package fails with an IdempotencyConfigError that says what needs it.
+ * Postgres, Redis or BullMQ. A missing package fails at startup with an IdempotencyConfigError naming what needs it.
  */
 export function loadPeer<K extends keyof Peers>(name: K, neededFor: string): Peers[K] {
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     return require(name) as Peers[K];
   } catch (err) {
-    if ((err as { code?: string }).code === 'MODULE_NOT_FOUND' && (err as Error).message.includes(`'${name}'`)) {
-      throw new IdempotencyConfigError([`${neededFor} needs the "${name}" package: npm install ${name}`]);
-    }
-    throw err;
+    const missing = (err as { code?: string }).code === 'MODULE_NOT_FOUND' && String((err as Error).message).includes(`'${name}'`);
+    if (!missing) throw err;
+    throw new IdempotencyConfigError([
+      `${neededFor}: needs the optional peer dependency "${name}", which is not installed; run \`npm install ${name}\`${HOW_TO_DO_WITHOUT[name] ?? ''}`,
+    ]);
   }
 }

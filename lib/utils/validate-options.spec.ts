@@ -22,7 +22,7 @@ function resolveWith(extra: Record<string, unknown>) {
 describe('resolveOptions: defaults', () => {
   it('resolves the documented defaults', () => {
     const r = resolveOptions({ postgres: PG, redis: REDIS });
-    expect(r.postgres).toEqual({ kind: 'url', url: PG.url, schema: 'public', poolSize: 20 });
+    expect(r.postgres).toEqual({ kind: 'url', url: PG.url, schema: 'public', poolSize: 20, preparedStatements: true });
     expect(r.redis).toEqual({
       connection: { url: REDIS.url },
       keyPrefix: undefined,
@@ -53,12 +53,12 @@ describe('resolveOptions: defaults', () => {
     const withOptions = resolveWith({ redis: { options: { host: '127.0.0.1', port: 1 } } });
     expect(withOptions.redis && withOptions.redis.connection).toEqual({ options: { host: '127.0.0.1', port: 1 } });
     const ds = resolveWith({ postgres: { dataSource: 'default' } });
-    expect(ds.postgres).toEqual({ kind: 'dataSource', dataSource: 'default', schema: undefined });
+    expect(ds.postgres).toEqual({ kind: 'dataSource', dataSource: 'default', schema: undefined, preparedStatements: true });
   });
 
   it('parses given values', () => {
     const r = resolveWith({
-      postgres: { ...PG, schema: 'idem', poolSize: 4 },
+      postgres: { ...PG, schema: 'idem', poolSize: 4, preparedStatements: false },
       redis: { ...REDIS, keyPrefix: 'p', commandTimeout: '50ms', breaker: { failureThreshold: 5, resetAfter: '2s' } },
       migrationsRun: true,
       http: {
@@ -67,7 +67,7 @@ describe('resolveOptions: defaults', () => {
         global: false,
       },
     });
-    expect(r.postgres).toEqual({ kind: 'url', url: PG.url, schema: 'idem', poolSize: 4 });
+    expect(r.postgres).toEqual({ kind: 'url', url: PG.url, schema: 'idem', poolSize: 4, preparedStatements: false });
     expect(r.redis).toMatchObject({ keyPrefix: 'p', commandTimeoutMs: 50, failureThreshold: 5, resetAfterMs: 2000 });
     expect(r.migrationsRun).toBe(true);
     expect(r.http).toMatchObject({
@@ -96,6 +96,7 @@ describe('resolveOptions: invalid options', () => {
     ['long schema', 'postgres.schema', { postgres: { ...PG, schema: 's'.repeat(64) } }],
     ['bad poolSize', 'postgres.poolSize', { postgres: { ...PG, poolSize: 0 } }],
     ['fractional poolSize', 'postgres.poolSize', { postgres: { ...PG, poolSize: 2.5 } }],
+    ['non-boolean preparedStatements', 'postgres.preparedStatements', { postgres: { ...PG, preparedStatements: 'no' } }],
     ['bad dataSource', 'postgres.dataSource', { postgres: { dataSource: 42 } }],
     ['redis string', 'redis', { redis: 'x' }],
     ['missing redis', 'redis', { redis: undefined }],

@@ -104,7 +104,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 function resolvePostgres(c: Checker, given: unknown): ResolvedOptions['postgres'] {
-  const fallback = { kind: 'url' as const, url: '', schema: 'public', poolSize: DEFAULT_POOL_SIZE };
+  const fallback = { kind: 'url' as const, url: '', schema: 'public', poolSize: DEFAULT_POOL_SIZE, preparedStatements: true };
   if (!isObject(given)) {
     c.fail('postgres', 'required: give { url: "postgres://…" } or { dataSource: "default" } to reuse your TypeORM DataSource');
     return fallback;
@@ -114,6 +114,7 @@ function resolvePostgres(c: Checker, given: unknown): ResolvedOptions['postgres'
   if (schema !== undefined && (typeof schema !== 'string' || schema.length === 0 || schema.length > 63)) {
     c.fail('postgres.schema', 'expected a schema name of 1 to 63 characters');
   }
+  const preparedStatements = c.boolean('postgres.preparedStatements', value.preparedStatements, true);
   if ('dataSource' in value) {
     const ds = value.dataSource;
     if (typeof ds !== 'string' && !(isObject(ds) && typeof (ds as { query?: unknown }).query === 'function')) {
@@ -121,7 +122,7 @@ function resolvePostgres(c: Checker, given: unknown): ResolvedOptions['postgres'
     }
     if (value.url !== undefined) c.fail('postgres.url', 'give either url or dataSource, not both');
     if (value.poolSize !== undefined) c.fail('postgres.poolSize', "has no effect with dataSource: the DataSource's own pool is used");
-    return { kind: 'dataSource', dataSource: ds as string, schema: schema as string | undefined };
+    return { kind: 'dataSource', dataSource: ds as string, schema: schema as string | undefined, preparedStatements };
   }
   if (typeof value.url !== 'string' || !/^postgres(ql)?:\/\//.test(value.url)) {
     c.fail('postgres.url', `expected a URL like "postgres://user:pass@host:5432/db", got ${JSON.stringify(value.url)}`);
@@ -132,6 +133,7 @@ function resolvePostgres(c: Checker, given: unknown): ResolvedOptions['postgres'
     url: value.url,
     schema: (schema as string | undefined) ?? 'public',
     poolSize: c.positiveInt('postgres.poolSize', value.poolSize, DEFAULT_POOL_SIZE),
+    preparedStatements,
   };
 }
 

@@ -35,7 +35,7 @@ export class StepWorker {
   /** Starts one BullMQ Worker per step queue. */
   start(): void {
     const o = this.options.workflows;
-    const { Worker } = loadPeer('bullmq', 'workflows');
+    const { Worker } = loadPeer('bullmq', 'workflows (@Workflow() classes)');
     for (const name of this.registry.stepQueues()) {
       const worker = new Worker<StepJobData, StepJobResult>(name, (job) => this.process(name, job), {
         connection: this.queues.connection(),

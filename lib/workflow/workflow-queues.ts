@@ -52,7 +52,7 @@ export class WorkflowQueues {
   queue(name: string): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
-      const { Queue } = loadPeer('bullmq', 'workflows');
+      const { Queue } = loadPeer('bullmq', 'workflows (@Workflow() classes)');
       queue = new Queue(name, { connection: this.connection(), prefix: this.prefix });
       queue.on('error', (err) => this.logger.warn(`queue "${name}": ${err.message}`));
       this.queues.set(name, queue);
@@ -65,7 +65,7 @@ export class WorkflowQueues {
     const started: QueueEvents[] = [];
     for (const name of names) {
       if (this.events.has(name)) continue;
-      const { QueueEvents } = loadPeer('bullmq', 'workflows');
+      const { QueueEvents } = loadPeer('bullmq', 'workflows (@Workflow() classes)');
       const events = new QueueEvents(name, { connection: this.connection(), prefix: this.prefix });
       events.on('error', (err) => this.logger.warn(`queue events "${name}": ${err.message}`));
       events.on('completed', ({ jobId, returnvalue }) => this.notify(name, jobId, { kind: 'completed', value: parse(returnvalue) }));

@@ -33,7 +33,7 @@ export class WorkflowWorker {
   /** Starts one BullMQ Worker per workflow queue. */
   start(): void {
     const o = this.options.workflows;
-    const { Worker } = loadPeer('bullmq', 'workflows');
+    const { Worker } = loadPeer('bullmq', 'workflows (@Workflow() classes)');
     for (const name of this.registry.workflowQueues()) {
       const worker = new Worker<WorkflowJobData, string>(name, (job, token) => this.process(job, token), {
         connection: this.queues.connection(),
@@ -61,7 +61,7 @@ export class WorkflowWorker {
       const outcome = await this.executor.execute(job.data.executionId);
       if (outcome === 'released') {
         await job.moveToDelayed(Date.now(), token);
-        throw new (loadPeer('bullmq', 'workflows').DelayedError)();
+        throw new (loadPeer('bullmq', 'workflows (@Workflow() classes)').DelayedError)();
       }
       return outcome;
     } finally {

@@ -10,7 +10,7 @@ const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 
 const BATCH = 500;
 
 /**
- * Keeps Postgres and BullMQ in step, on one instance at a time (a Postgres advisory lock): re-enqueues unfinished
+ * Keeps Postgres and BullMQ in step, on one instance at a time (a lease row in Postgres): re-enqueues unfinished
  * executions that have no live workflow job (Redis flushed, job lost), counting each as a recovery so that a
  * workflow that keeps crashing ends as failed; times out executions past their deadline; deletes expired ones.
  */

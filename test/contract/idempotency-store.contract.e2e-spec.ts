@@ -142,4 +142,27 @@ describe.each(IMPLEMENTATIONS)('IdempotencyStore contract: $name', (implementati
     expect(Date.now()).toBeGreaterThanOrEqual(record?.expiresAt ?? Number.NaN);
     expect(again.claim.fingerprint).toBe('fp-b');
   });
+
+  it('takenOver: set only when the claim replaced a record that was never released', async () => {
+    const req = fresh({ leaseMs: SHORT_MS });
+    expect(await s.store.claim(req)).toMatchObject({ kind: 'acquired', takenOver: false });
+    const again = await waitUntil('the lease ran out and the key was taken over', async () => {
+      const result = await s.store.claim({ ...req, leaseMs: 30_000 });
+      return result.kind === 'acquired' ? result : undefined;
+    });
+    expect(again.takenOver).toBe(true);
+    await s.store.release(again.claim, { ok: false, error: { name: 'Error', message: 'boom' } });
+    expect(await s.store.claim(req)).toMatchObject({ kind: 'acquired', takenOver: false });
+  });
+
+  it('TTL counts from completion: a holder slower than its TTL still leaves an outcome to replay', async () => {
+    const req = fresh({ ttlMs: 600 });
+    const claim = claimOf(await s.service.begin(req));
+    const claimedAt = Date.now();
+    await waitUntil('the claim is older than its TTL', () => Promise.resolve(Date.now() - claimedAt > 700 ? true : undefined));
+    await expect(s.service.complete(claim, 'slow')).resolves.toBe(true);
+    const stored = await s.store.find(req.scope, req.key);
+    expect(stored?.kind === 'completed' && stored.record.expiresAt).toBeGreaterThan(Date.now());
+    expect(await s.service.begin(req)).toMatchObject({ kind: 'replay', record: { result: 'slow' } });
+  });
 });

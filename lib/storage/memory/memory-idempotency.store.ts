@@ -10,6 +10,8 @@ interface MemoryRecord {
   token: string;
   lockedUntil: number | null;
   expiresAt: number;
+  /** The claim's ttl: a completed outcome lives this long from its completion, as in Postgres. */
+  ttlMs: number;
   /** The outcome as JSON text, as Postgres keeps it in a jsonb column: callers never share the stored object. */
   result: string | null;
   error: string | null;
@@ -42,6 +44,7 @@ export class MemoryIdempotencyStore extends IdempotencyStore {
       token,
       lockedUntil: now + request.leaseMs,
       expiresAt: now + request.ttlMs,
+      ttlMs: request.ttlMs,
       result: null,
       error: null,
       attempts: (current?.attempts ?? 0) + 1,
@@ -49,13 +52,14 @@ export class MemoryIdempotencyStore extends IdempotencyStore {
     };
     this.active.set(id, record);
     const { scope, key, fingerprint, leaseMs } = request;
-    return Promise.resolve({ kind: 'acquired', claim: { id: record.id, scope, key, fingerprint, token, leaseMs } });
+    return Promise.resolve({ kind: 'acquired', claim: { id: record.id, scope, key, fingerprint, token, leaseMs }, takenOver: current !== undefined });
   }
 
   complete(claim: Claim, result: unknown): Promise<CompletedRecord | null> {
     const record = this.held(claim);
     if (!record) return Promise.resolve(null);
-    Object.assign(record, { status: 'completed', result: toJson(result), lockedUntil: null, completedAt: Date.now() });
+    const now = Date.now();
+    Object.assign(record, { status: 'completed', result: toJson(result), lockedUntil: null, completedAt: now, expiresAt: now + record.ttlMs });
     return Promise.resolve({ fingerprint: claim.fingerprint, result, expiresAt: record.expiresAt });
   }
 

@@ -3,6 +3,7 @@ import type { Pool, QueryResultRow } from 'pg';
 import { Claim, ClaimOutcome, ClaimRequest, CompletedRecord } from '../../core/idempotency-record';
 import { IdempotencyStore } from '../idempotency.store';
 import { IdempotencySql, idempotencySql } from './idempotency.sql';
+import { StoreConnection, withPreparedStatements } from './statements';
 
 interface ClaimRow extends QueryResultRow {
   id: string;
@@ -26,7 +27,7 @@ export class PostgresIdempotencyStore extends IdempotencyStore {
   private statements?: IdempotencySql;
 
   /** `connection` is read on each call: the pool is opened at module init, after this store is built. */
-  constructor(private readonly connection: { readonly pool: Pool; readonly schema: string }) {
+  constructor(private readonly connection: StoreConnection & { readonly pool: Pool }) {
     super();
   }
 
@@ -35,7 +36,7 @@ export class PostgresIdempotencyStore extends IdempotencyStore {
   }
 
   private get sql(): IdempotencySql {
-    return (this.statements ??= idempotencySql(this.connection.schema));
+    return (this.statements ??= withPreparedStatements(idempotencySql(this.connection.schema), this.connection.preparedStatements));
   }
 
   async claim(request: ClaimRequest): Promise<ClaimOutcome> {

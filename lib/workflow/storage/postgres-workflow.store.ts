@@ -6,6 +6,8 @@ import { retryTransient } from './transient';
 import { BeginOutcome, NewExecution, RecordedStep, RunEnd, StepOutcome, UnfinishedExecution, WorkflowStore } from './workflow.store';
 import { WorkflowSql, workflowSql } from './workflow.sql';
 import { withClient } from '../../storage/postgres/checkout';
+import { LeaseLock } from '../../storage/postgres/lease-lock';
+import { StoreConnection, withPreparedStatements } from '../../storage/postgres/statements';
 
 /** How many times an insert is retried when it lost a race against a row its snapshot could not see yet. */
 const RACE_RETRIES = 5;
@@ -90,14 +92,14 @@ export class PostgresWorkflowStore extends WorkflowStore {
 
   /** `connection` is read on each call: the pool is opened at module init, after this store is built. */
   constructor(
-    private readonly connection: { readonly pool: Pool; readonly schema: string },
+    private readonly connection: StoreConnection & { readonly pool: Pool },
     private readonly retryForMs = 60_000,
   ) {
     super();
   }
 
   private get sql(): WorkflowSql {
-    return (this.statements ??= workflowSql(this.connection.schema));
+    return (this.statements ??= withPreparedStatements(workflowSql(this.connection.schema), this.connection.preparedStatements));
   }
 
   private async query<R extends QueryResultRow>(config: QueryConfig): Promise<R[]> {
@@ -257,16 +259,7 @@ export class PostgresWorkflowStore extends WorkflowStore {
   }
 
   async withReconcilerLock(work: () => Promise<void>): Promise<boolean> {
-    return withClient(this.connection.pool, async (client) => {
-      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [this.sql.lockKey]);
-      if (!rows[0].locked) return false;
-      try {
-        await work();
-        return true;
-      } finally {
-        await client.query('SELECT pg_advisory_unlock(hashtext($1))', [this.sql.lockKey]).catch(() => undefined);
-      }
-    });
+    return (await new LeaseLock(this.connection, this.sql.lockKey).run(work)).acquired;
   }
 
   private async failExhausted(executionId: string, maxRecoveries: number): Promise<void> {

@@ -126,6 +126,15 @@ describe('replay after resume: recorded order, argument hashes, and which failur
   const newId = (prefix: string) => `${prefix}-${randomUUID().slice(0, 6)}`;
   const statuses = async (executionId: string) => (await client.steps(executionId)).map((c) => `${c.name}:${c.status}`);
 
+  /** Starts a workflow (by name) whose steps fail while its id is in `failing`, and waits until it has failed with `error`. */
+  async function startFailing(workflow: string, input: object, error: RegExp) {
+    const id = newId(workflow);
+    failing.add(id);
+    const handle = await client.start(workflow, input as never, { workflowId: id });
+    await expect(handle.result({ timeout: '30s' })).rejects.toThrow(error);
+    return { id, handle };
+  }
+
   it('issue 16.1: after resume, parallel branches replay their own results, whatever order the first run completed in', async () => {
     const items = ['x0', 'x1', 'x2'];
     const id = newId('branches');
@@ -141,10 +150,7 @@ describe('replay after resume: recorded order, argument hashes, and which failur
   });
 
   it('issue 16.1: a step called with other arguments than recorded fails with DeterminismError naming both, never the stored result', async () => {
-    const id = newId('drift');
-    failing.add(id);
-    const handle = await client.start(DriftingWorkflow, { amount: 10 }, { workflowId: id });
-    await expect(handle.result({ timeout: '30s' })).rejects.toThrow(/gate closed/);
+    const { id, handle } = await startFailing('drifting', { amount: 10 }, /gate closed/);
     failing.delete(id);
     rate.value = 3; // the replayed call is charge(30) where charge(20) is recorded
     try {
@@ -162,10 +168,7 @@ describe('replay after resume: recorded order, argument hashes, and which failur
   });
 
   it('issue 16.2: resume re-runs the uncaught failure among parallel steps and keeps the caught one', async () => {
-    const id = newId('caught');
-    failing.add(id);
-    const handle = await client.start(CaughtBesideUncaughtWorkflow, { n: 1 }, { workflowId: id });
-    await expect(handle.result({ timeout: '30s' })).rejects.toThrow(/slowFlaky failed/);
+    const { id, handle } = await startFailing('caught-beside-uncaught', { n: 1 }, /slowFlaky failed/);
     expect(await statuses(handle.executionId)).toEqual(['slowFlaky:failed', 'fastFails:failed']);
     failing.delete(id);
     const resumed = await client.resume<string[]>(id);
@@ -176,10 +179,7 @@ describe('replay after resume: recorded order, argument hashes, and which failur
   });
 
   it('issue 16.2: under Promise.allSettled, resume re-runs the failure the workflow rethrew and keeps the one it only settled', async () => {
-    const id = newId('settled');
-    failing.add(id);
-    const handle = await client.start(SettledWorkflow, { n: 1 }, { workflowId: id });
-    await expect(handle.result({ timeout: '30s' })).rejects.toThrow(/first failed/);
+    const { id } = await startFailing('settled', { n: 1 }, /first failed/);
     failing.delete(id);
     const resumed = await client.resume<string>(id);
     expect(await resumed.result({ timeout: '30s' })).toBe('first-ok/rejected');
@@ -188,10 +188,7 @@ describe('replay after resume: recorded order, argument hashes, and which failur
   });
 
   it('issue 16.2: a failure recorded after the run ended (never received) is re-run with the one that ended it', async () => {
-    const id = newId('after-end');
-    failing.add(id);
-    const handle = await client.start(FailedAfterEndWorkflow, { n: 1 }, { workflowId: id });
-    await expect(handle.result({ timeout: '30s' })).rejects.toThrow(/fastFails failed/);
+    const { id, handle } = await startFailing('failed-after-end', { n: 1 }, /fastFails failed/);
     await waitUntil('slowFails checkpointed', async () => (await client.steps(handle.executionId)).length === 2, { timeoutMs: 30_000 });
     failing.delete(id);
     const resumed = await client.resume<string[]>(id);

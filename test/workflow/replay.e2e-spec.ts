@@ -16,16 +16,20 @@ const failing = new Set<string>();
 const ran: string[] = [];
 const runsOf = (id: string, step: string) => ran.filter((r) => r === `${id}:${step}`).length;
 
+/** Waits until `query` (with `{schema}`, and the running step's execution id as $1) returns a row. */
+async function waitForRow(query: string): Promise<void> {
+  const check = query.replaceAll('{schema}', `"${s.schema}"`);
+  const { executionId } = currentStep();
+  await waitUntil(check, async () => (await sql(check, [executionId])).length > 0, { timeoutMs: 30_000 });
+}
+
 /** Steps for the parallel-failure workflows: each fails while its workflow id is failing, once `waitFor` holds. */
 abstract class FailingSteps {
   protected async body(step: string, waitFor?: string): Promise<string> {
-    const { workflowId, executionId } = currentStep();
+    const { workflowId } = currentStep();
     ran.push(`${workflowId}:${step}`);
     if (!failing.has(workflowId)) return `${step}-ok`;
-    if (waitFor) {
-      const check = waitFor.replaceAll('{schema}', `"${s.schema}"`);
-      await waitUntil(check, async () => (await sql(check, [executionId])).length > 0, { timeoutMs: 30_000 });
-    }
+    if (waitFor) await waitForRow(waitFor);
     throw new Error(`${step} failed`);
   }
 }
@@ -110,13 +114,41 @@ class DriftingWorkflow {
   }
 }
 
+/** Refactored between runs: the first run awaits both steps in parallel, the replay one after the other. */
+const shape = { sequential: false };
+
+@Workflow({ name: 'refactored' })
+class RefactoredWorkflow extends FailingSteps {
+  async run(_input: { n: number }): Promise<string[]> {
+    const both = shape.sequential ? [await this.slow(), await this.quick()] : await Promise.all([this.slow(), this.quick()]);
+    await this.last();
+    return both;
+  }
+
+  @Step()
+  async slow(): Promise<string> {
+    await waitForRow(`SELECT 1 FROM {schema}.workflow_steps WHERE execution_id = $1 AND name = 'quick'`);
+    return 'slow-ok';
+  }
+
+  @Step()
+  quick(): Promise<string> {
+    return Promise.resolve('quick-ok');
+  }
+
+  @Step()
+  last(): Promise<string> {
+    return this.body('last');
+  }
+}
+
 describe('replay after resume: recorded order, argument hashes, and which failures resume re-runs', () => {
   let app: INestApplication;
   let client: WorkflowClient;
 
   beforeAll(async () => {
     ({ app, client } = await bootWorkflowApp(s, [
-      BranchesWorkflow, BranchProbe, CaughtBesideUncaughtWorkflow, SettledWorkflow, FailedAfterEndWorkflow, DriftingWorkflow,
+      BranchesWorkflow, BranchProbe, CaughtBesideUncaughtWorkflow, SettledWorkflow, FailedAfterEndWorkflow, DriftingWorkflow, RefactoredWorkflow,
     ]));
   });
   afterAll(async () => {
@@ -195,5 +227,22 @@ describe('replay after resume: recorded order, argument hashes, and which failur
     expect(await resumed.result({ timeout: '30s' })).toEqual(['fastFails-ok', 'slowFails-ok']);
     expect(runsOf(id, 'fastFails')).toBe(2);
     expect(runsOf(id, 'slowFails')).toBe(2);
+  });
+
+  it('a replay whose code does not call a recorded step when its outcome is due fails with DeterminismError instead of hanging', async () => {
+    // First run: quick (position 1) is recorded before slow (position 0). The replay awaits slow first.
+    const { id, handle } = await startFailing('refactored', { n: 1 }, /last failed/);
+    failing.delete(id);
+    shape.sequential = true;
+    try {
+      const err = await (await client.resume(id)).result({ timeout: '30s' }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(WorkflowFailedError);
+      expect((err as WorkflowFailedError).error).toMatchObject({
+        name: DeterminismError.name,
+        message: expect.stringContaining(`execution ${handle.executionId}: the outcome of step #1 ("quick") was due next, but the code did not call that step`),
+      });
+    } finally {
+      shape.sequential = false;
+    }
   });
 });

@@ -57,7 +57,8 @@ describe('step journal migration on an existing database', () => {
       type: 'postgres',
       url: s.databaseUrl,
       schema: s.schema,
-      migrations: IDEMPOTENCY_MIGRATIONS.filter((m) => m.name !== 'StepJournal1764000100000'),
+      // The schema as it was before the journal: the migrations in front of it.
+      migrations: IDEMPOTENCY_MIGRATIONS.slice(0, IDEMPOTENCY_MIGRATIONS.findIndex((m) => m.name === 'StepJournal1764000100000')),
       migrationsTableName: IDEMPOTENCY_MIGRATIONS_TABLE,
     });
     await previous.initialize();

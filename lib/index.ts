@@ -54,7 +54,7 @@ export { WorkflowDefinitionError } from './errors/workflow-definition.error';
 export { WorkflowConflictError } from './errors/workflow-conflict.error';
 export { WorkflowExistsError } from './errors/workflow-exists.error';
 export { MissingWorkflowIdError } from './errors/missing-workflow-id.error';
-export { DeterminismError } from './errors/determinism.error';
+export { DeterminismError, type DeterminismMismatch } from './errors/determinism.error';
 export { WorkflowTimeoutError } from './errors/workflow-timeout.error';
 export { WorkflowCancelledError } from './errors/workflow-cancelled.error';
 export { WorkflowFailedError } from './errors/workflow-failed.error';

@@ -109,8 +109,9 @@ export class WorkflowClient {
   }
 
   /**
-   * Resumes the newest failed or cancelled execution of a workflow id from its last checkpoint: completed steps are
-   * kept, failed ones run again. Returns the handle; a live or completed execution is returned as it is. Throws
+   * Resumes the newest failed or cancelled execution of a workflow id from its checkpoints: completed steps are kept;
+   * the failures that ended it and those its run never received run again, failures the workflow caught stay (README
+   * "Resume and caught failures"). Returns the handle; a live or completed execution is returned as it is. Throws
    * WorkflowExistsError when a newer execution holds the workflow id.
    */
   async resume<R = unknown>(workflowId: string): Promise<WorkflowHandle<R>> {

@@ -16,16 +16,20 @@ const failing = new Set<string>();
 const ran: string[] = [];
 const runsOf = (id: string, step: string) => ran.filter((r) => r === `${id}:${step}`).length;
 
+/** Waits until `query` (with `{schema}`, and the running step's execution id as $1) returns a row. */
+async function waitForRow(query: string): Promise<void> {
+  const check = query.replaceAll('{schema}', `"${s.schema}"`);
+  const { executionId } = currentStep();
+  await waitUntil(check, async () => (await sql(check, [executionId])).length > 0, { timeoutMs: 30_000 });
+}
+
 /** Steps for the parallel-failure workflows: each fails while its workflow id is failing, once `waitFor` holds. */
 abstract class FailingSteps {
   protected async body(step: string, waitFor?: string): Promise<string> {
-    const { workflowId, executionId } = currentStep();
+    const { workflowId } = currentStep();
     ran.push(`${workflowId}:${step}`);
     if (!failing.has(workflowId)) return `${step}-ok`;
-    if (waitFor) {
-      const check = waitFor.replaceAll('{schema}', `"${s.schema}"`);
-      await waitUntil(check, async () => (await sql(check, [executionId])).length > 0, { timeoutMs: 30_000 });
-    }
+    if (waitFor) await waitForRow(waitFor);
     throw new Error(`${step} failed`);
   }
 }
@@ -110,13 +114,41 @@ class DriftingWorkflow {
   }
 }
 
+/** Refactored between runs: the first run awaits both steps in parallel, the replay one after the other. */
+const shape = { sequential: false };
+
+@Workflow({ name: 'refactored' })
+class RefactoredWorkflow extends FailingSteps {
+  async run(_input: { n: number }): Promise<string[]> {
+    const both = shape.sequential ? [await this.slow(), await this.quick()] : await Promise.all([this.slow(), this.quick()]);
+    await this.last();
+    return both;
+  }
+
+  @Step()
+  async slow(): Promise<string> {
+    await waitForRow(`SELECT 1 FROM {schema}.workflow_steps WHERE execution_id = $1 AND name = 'quick'`);
+    return 'slow-ok';
+  }
+
+  @Step()
+  quick(): Promise<string> {
+    return Promise.resolve('quick-ok');
+  }
+
+  @Step()
+  last(): Promise<string> {
+    return this.body('last');
+  }
+}
+
 describe('replay after resume: recorded order, argument hashes, and which failures resume re-runs', () => {
   let app: INestApplication;
   let client: WorkflowClient;
 
   beforeAll(async () => {
     ({ app, client } = await bootWorkflowApp(s, [
-      BranchesWorkflow, BranchProbe, CaughtBesideUncaughtWorkflow, SettledWorkflow, FailedAfterEndWorkflow, DriftingWorkflow,
+      BranchesWorkflow, BranchProbe, CaughtBesideUncaughtWorkflow, SettledWorkflow, FailedAfterEndWorkflow, DriftingWorkflow, RefactoredWorkflow,
     ]));
   });
   afterAll(async () => {
@@ -125,6 +157,15 @@ describe('replay after resume: recorded order, argument hashes, and which failur
 
   const newId = (prefix: string) => `${prefix}-${randomUUID().slice(0, 6)}`;
   const statuses = async (executionId: string) => (await client.steps(executionId)).map((c) => `${c.name}:${c.status}`);
+
+  /** Starts a workflow (by name) whose steps fail while its id is in `failing`, and waits until it has failed with `error`. */
+  async function startFailing(workflow: string, input: object, error: RegExp) {
+    const id = newId(workflow);
+    failing.add(id);
+    const handle = await client.start(workflow, input as never, { workflowId: id });
+    await expect(handle.result({ timeout: '30s' })).rejects.toThrow(error);
+    return { id, handle };
+  }
 
   it('issue 16.1: after resume, parallel branches replay their own results, whatever order the first run completed in', async () => {
     const items = ['x0', 'x1', 'x2'];
@@ -141,10 +182,7 @@ describe('replay after resume: recorded order, argument hashes, and which failur
   });
 
   it('issue 16.1: a step called with other arguments than recorded fails with DeterminismError naming both, never the stored result', async () => {
-    const id = newId('drift');
-    failing.add(id);
-    const handle = await client.start(DriftingWorkflow, { amount: 10 }, { workflowId: id });
-    await expect(handle.result({ timeout: '30s' })).rejects.toThrow(/gate closed/);
+    const { id, handle } = await startFailing('drifting', { amount: 10 }, /gate closed/);
     failing.delete(id);
     rate.value = 3; // the replayed call is charge(30) where charge(20) is recorded
     try {
@@ -162,10 +200,7 @@ describe('replay after resume: recorded order, argument hashes, and which failur
   });
 
   it('issue 16.2: resume re-runs the uncaught failure among parallel steps and keeps the caught one', async () => {
-    const id = newId('caught');
-    failing.add(id);
-    const handle = await client.start(CaughtBesideUncaughtWorkflow, { n: 1 }, { workflowId: id });
-    await expect(handle.result({ timeout: '30s' })).rejects.toThrow(/slowFlaky failed/);
+    const { id, handle } = await startFailing('caught-beside-uncaught', { n: 1 }, /slowFlaky failed/);
     expect(await statuses(handle.executionId)).toEqual(['slowFlaky:failed', 'fastFails:failed']);
     failing.delete(id);
     const resumed = await client.resume<string[]>(id);
@@ -176,10 +211,7 @@ describe('replay after resume: recorded order, argument hashes, and which failur
   });
 
   it('issue 16.2: under Promise.allSettled, resume re-runs the failure the workflow rethrew and keeps the one it only settled', async () => {
-    const id = newId('settled');
-    failing.add(id);
-    const handle = await client.start(SettledWorkflow, { n: 1 }, { workflowId: id });
-    await expect(handle.result({ timeout: '30s' })).rejects.toThrow(/first failed/);
+    const { id } = await startFailing('settled', { n: 1 }, /first failed/);
     failing.delete(id);
     const resumed = await client.resume<string>(id);
     expect(await resumed.result({ timeout: '30s' })).toBe('first-ok/rejected');
@@ -188,15 +220,29 @@ describe('replay after resume: recorded order, argument hashes, and which failur
   });
 
   it('issue 16.2: a failure recorded after the run ended (never received) is re-run with the one that ended it', async () => {
-    const id = newId('after-end');
-    failing.add(id);
-    const handle = await client.start(FailedAfterEndWorkflow, { n: 1 }, { workflowId: id });
-    await expect(handle.result({ timeout: '30s' })).rejects.toThrow(/fastFails failed/);
+    const { id, handle } = await startFailing('failed-after-end', { n: 1 }, /fastFails failed/);
     await waitUntil('slowFails checkpointed', async () => (await client.steps(handle.executionId)).length === 2, { timeoutMs: 30_000 });
     failing.delete(id);
     const resumed = await client.resume<string[]>(id);
     expect(await resumed.result({ timeout: '30s' })).toEqual(['fastFails-ok', 'slowFails-ok']);
     expect(runsOf(id, 'fastFails')).toBe(2);
     expect(runsOf(id, 'slowFails')).toBe(2);
+  });
+
+  it('a replay whose code does not call a recorded step when its outcome is due fails with DeterminismError instead of hanging', async () => {
+    // First run: quick (position 1) is recorded before slow (position 0). The replay awaits slow first.
+    const { id, handle } = await startFailing('refactored', { n: 1 }, /last failed/);
+    failing.delete(id);
+    shape.sequential = true;
+    try {
+      const err = await (await client.resume(id)).result({ timeout: '30s' }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(WorkflowFailedError);
+      expect((err as WorkflowFailedError).error).toMatchObject({
+        name: DeterminismError.name,
+        message: expect.stringContaining(`execution ${handle.executionId}: the outcome of step #1 ("quick") was due next, but the code did not call that step`),
+      });
+    } finally {
+      shape.sequential = false;
+    }
   });
 });

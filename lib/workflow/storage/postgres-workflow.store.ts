@@ -7,6 +7,8 @@ import { BeginOutcome, NewExecution, StepOutcome, UnfinishedExecution, WorkflowS
 import { WorkflowSql, workflowSql } from './workflow.sql';
 import { withClient } from '../../storage/postgres/checkout';
 
+const FINISHED = new Set<WorkflowStatus>(['completed', 'failed', 'cancelled', 'timed_out']);
+
 /** How many times an insert is retried when it lost a race against a row its snapshot could not see yet. */
 const RACE_RETRIES = 5;
 
@@ -227,6 +229,21 @@ export class PostgresWorkflowStore extends WorkflowStore {
 
   async deleteFinished(executionId: string): Promise<void> {
     await this.query({ ...this.sql.deleteFinished, values: [executionId] });
+  }
+
+  override async watch(executionId: string): Promise<{ execution: WorkflowExecution; watching: boolean } | null> {
+    for (let attempt = 0; attempt < RACE_RETRIES; attempt++) {
+      const rows = await this.query<ExecutionRow & { watching: boolean }>({ ...this.sql.watch, values: [executionId] });
+      if (rows.length === 0) return null;
+      const execution = toExecution(rows[0]);
+      if (rows[0].watching || FINISHED.has(execution.status)) return { execution, watching: rows[0].watching };
+    }
+    throw new Error(`result() of execution ${executionId} kept racing with status changes; retry it`);
+  }
+
+  override async unwatch(executionId: string, drop: boolean): Promise<void> {
+    const rows = await this.query<{ result_waiters: number; status: WorkflowStatus }>({ ...this.sql.unwatch, values: [executionId] });
+    if (drop && rows.length > 0 && rows[0].result_waiters === 0 && FINISHED.has(rows[0].status)) await this.deleteFinished(executionId);
   }
 
   async withReconcilerLock(work: () => Promise<void>): Promise<boolean> {

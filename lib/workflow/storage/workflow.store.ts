@@ -73,8 +73,20 @@ export abstract class WorkflowStore {
   abstract countRecovery(executionId: string, maxRecoveries: number): Promise<boolean>;
   /** Ends unfinished executions past their deadline as timed_out; returns their ids. */
   abstract timeOutExpired(): Promise<string[]>;
-  /** Deletes one execution if it has finished (retention "0"). */
+  /** Deletes one execution if it has finished and no `result()` call is waiting for it (retention "0"). */
   abstract deleteFinished(executionId: string): Promise<void>;
+  /**
+   * Registers a `result()` waiter on an unfinished execution (so retention "0" keeps it until the waiter has read it)
+   * and returns the execution; a finished one is returned without registering. Null when there is none.
+   * The default registers nothing (a store whose waiters all live in one process need not).
+   */
+  watch(executionId: string): Promise<{ execution: WorkflowExecution; watching: boolean } | null> {
+    return this.get(executionId).then((execution) => (execution ? { execution, watching: false } : null));
+  }
+  /** Ends a `watch`; with `drop`, deletes the execution when it has finished and was the last waiter's. */
+  async unwatch(executionId: string, drop: boolean): Promise<void> {
+    if (drop) await this.deleteFinished(executionId);
+  }
   /** Runs `work` when this instance holds the cluster-wide reconciler lock; returns false when another instance holds it. */
   abstract withReconcilerLock(work: () => Promise<void>): Promise<boolean>;
 }

@@ -232,13 +232,14 @@ export class PostgresWorkflowStore extends WorkflowStore {
   }
 
   override async watch(executionId: string): Promise<{ execution: WorkflowExecution; watching: boolean } | null> {
-    for (let attempt = 0; attempt < RACE_RETRIES; attempt++) {
+    for (let attempt = 1; ; attempt++) {
       const rows = await this.query<ExecutionRow & { watching: boolean }>({ ...this.sql.watch, values: [executionId] });
       if (rows.length === 0) return null;
       const execution = toExecution(rows[0]);
-      if (rows[0].watching || FINISHED.has(execution.status)) return { execution, watching: rows[0].watching };
+      // Unfinished but not registered: the row changed under the statement (it is finishing); read it again.
+      // After RACE_RETRIES the waiter goes on unregistered (only retention "0" needs the registration).
+      if (rows[0].watching || FINISHED.has(execution.status) || attempt >= RACE_RETRIES) return { execution, watching: rows[0].watching };
     }
-    throw new Error(`result() of execution ${executionId} kept racing with status changes; retry it`);
   }
 
   override async unwatch(executionId: string, drop: boolean): Promise<void> {

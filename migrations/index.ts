@@ -2,6 +2,7 @@ import { CreateIdempotencyRecords1732250000000 } from './1732250000000-create-id
 import { CreateInboxMessages1732255000000 } from './1732255000000-create-inbox-messages';
 import { CreateWorkflowTables1732260000000 } from './1732260000000-create-workflow-tables';
 import { StepJournal1764000100000 } from './1764000100000-step-journal';
+import { AddWorkflowResultWaiters1764000200000 } from './1764000200000-add-workflow-result-waiters';
 import { CreateIdempotencyLocks1764000500000 } from './1764000500000-create-idempotency-locks';
 import { skipWhenRecorded } from './recorded-migrations';
 
@@ -11,6 +12,7 @@ export const IDEMPOTENCY_MIGRATION_CLASSES = [
   CreateInboxMessages1732255000000,
   CreateWorkflowTables1732260000000,
   StepJournal1764000100000,
+  AddWorkflowResultWaiters1764000200000,
   CreateIdempotencyLocks1764000500000,
 ];
 

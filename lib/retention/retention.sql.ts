@@ -15,8 +15,11 @@ export function retentionSql(schema: string) {
            AND (status = 'completed'
                 OR (status = 'in_progress' AND locked_until < now())
                 OR (status IN ('failed', 'cancelled', 'timed_out') AND completed_at < now() - ${ms('$1')}))`;
+  // An execution a result() call is still reading waits for it (the waiter removes it under retention "0"); a count
+  // left by a waiter that died is ignored an hour after completion.
   const finished = (extra: string) => `${extra} AND completed_at IS NOT NULL AND completed_at <= now() - ${ms('$2')}
-           AND status IN ('completed', 'failed', 'cancelled', 'timed_out')`;
+           AND status IN ('completed', 'failed', 'cancelled', 'timed_out')
+           AND (result_waiters = 0 OR completed_at < now() - interval '1 hour')`;
   const named = finished('workflow_name = $1');
   const others = finished('NOT (workflow_name = ANY($1::text[]))');
   return {

@@ -10,8 +10,11 @@ const UNIT_MS: Record<string, number> = {
   w: 604_800_000,
 };
 
-/** The longest duration accepted (about 285,000 years): milliseconds stay exact, and Postgres bigint/interval/timestamp arithmetic cannot overflow. */
-export const MAX_DURATION_MS = Number.MAX_SAFE_INTEGER;
+/**
+ * The longest duration accepted: 1000 years (of 365.25 days). Within it, Postgres timestamp arithmetic cannot leave
+ * its range (`now() - 1000 years` for retention cutoffs, `now() + 1000 years` for expiries) and milliseconds stay exact.
+ */
+export const MAX_DURATION_MS = 1000 * 365.25 * 86_400_000;
 
 const PATTERN = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?$/;
 
@@ -21,7 +24,7 @@ const PATTERN = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?$/;
  */
 export function parseDuration(value: unknown): number | { error: string } {
   const ms = toMilliseconds(value);
-  if (typeof ms === 'number' && ms > MAX_DURATION_MS) return { error: `at most ${MAX_DURATION_MS} ms (about 285,000 years), got ${JSON.stringify(value)}` };
+  if (typeof ms === 'number' && ms > MAX_DURATION_MS) return { error: `at most 1000 years ("365250d", ${MAX_DURATION_MS} ms), got ${JSON.stringify(value)}` };
   return ms;
 }
 

@@ -30,6 +30,8 @@ export class WorkflowHandle<R = unknown> {
     private readonly store: WorkflowStore,
     private readonly queues: WorkflowQueues,
     private readonly pollMs: number,
+    /** Retention "0": the last waiter to read the outcome removes the finished execution. */
+    private readonly dropWhenRead = false,
   ) {}
 
   /** The current status, from Postgres. */
@@ -40,27 +42,34 @@ export class WorkflowHandle<R = unknown> {
   /** The execution as stored. */
   async execution(): Promise<WorkflowExecution> {
     const execution = await this.store.get(this.executionId);
-    if (!execution) throw new WorkflowNotFoundError(`execution ${this.executionId} no longer exists (retention may have removed it)`);
+    if (!execution) throw this.notFound();
     return execution;
   }
 
   /**
    * Waits for the execution to finish and returns its result; throws WorkflowFailedError, WorkflowCancelledError or
    * WorkflowTimeoutError for the other final statuses. A completed execution answers at once with its stored result.
+   * A call that began before the execution finished always gets its outcome, even under retention "0": the call is
+   * registered in Postgres while it waits, and the execution is removed only once every waiter has read it.
    */
   async result(options: ResultOptions = {}): Promise<R> {
     const timeoutMs = options.timeout === undefined ? undefined : parseDuration(options.timeout);
     if (typeof timeoutMs === 'object') throw new TypeError(`result({ timeout }): ${timeoutMs.error}`);
     const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
-    for (;;) {
-      let wake: (() => void) | undefined;
-      let woken = false;
-      const unsubscribe = this.queues.wait(this.queue, workflowJobId(this.executionId), () => {
-        woken = true;
-        wake?.();
-      });
-      try {
-        const execution = await this.execution();
+    let woken = false;
+    let wake: (() => void) | undefined;
+    // Listen before registering, so a finish between the two is not missed.
+    const unsubscribe = this.queues.wait(this.queue, workflowJobId(this.executionId), () => {
+      woken = true;
+      wake?.();
+    });
+    let watching = false;
+    try {
+      const watched = await this.store.watch(this.executionId);
+      if (!watched) throw this.notFound();
+      watching = watched.watching;
+      let execution = watched.execution;
+      for (;;) {
         if (FINAL.includes(execution.status)) return this.settle(execution);
         const remaining = deadline - Date.now();
         if (remaining <= 0) throw new WorkflowResultTimeoutError(this.executionId, execution.status, timeoutMs as number);
@@ -68,11 +77,20 @@ export class WorkflowHandle<R = unknown> {
           const pause = sleep(Math.min(this.pollMs, remaining));
           wake = pause.wake;
           await pause.done;
+          wake = undefined;
         }
-      } finally {
-        unsubscribe();
+        woken = false;
+        execution = await this.execution();
       }
+    } finally {
+      unsubscribe();
+      // A failed unwatch leaves the count high: retention cleanup removes such an execution an hour after it finished.
+      if (watching) await this.store.unwatch(this.executionId, this.dropWhenRead).catch(() => undefined);
     }
+  }
+
+  private notFound(): WorkflowNotFoundError {
+    return new WorkflowNotFoundError(`execution ${this.executionId} no longer exists (retention may have removed it)`);
   }
 
   private settle(execution: WorkflowExecution): R {

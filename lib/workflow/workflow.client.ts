@@ -171,6 +171,7 @@ export class WorkflowClient {
       this.store,
       this.queues,
       this.options.workflows.pollIntervalMs,
+      workflow !== undefined && this.retention.retentionOf(workflow) === 0,
     );
   }
 }

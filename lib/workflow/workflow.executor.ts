@@ -150,7 +150,7 @@ export class WorkflowExecutor {
 
   /** Retention "0": a finished execution goes at once (an execution handed back to pending stays). */
   private async dropFinished(executionId: string): Promise<void> {
-    await this.store.deleteFinished(executionId).catch((err: Error) => {
+    await this.store.removeFinished(executionId).catch((err: Error) => {
       this.logger.warn(`could not remove finished execution ${executionId} (retention 0); cleanup will: ${err.message}`);
     });
   }

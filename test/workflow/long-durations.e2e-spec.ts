@@ -46,7 +46,7 @@ describe('durations of 25 days', () => {
       s,
       [LongDeadlineWorkflow, LongStepTimeoutWorkflow],
       { recoveryInterval: '25d', pollInterval: '25d' },
-      { retention: { cleanupInterval: '25d' } },
+      { retention: { cleanupInterval: '25d', default: '365250d', workflows: '365250d', inbox: '365250d' } },
     ));
   });
 
@@ -89,5 +89,9 @@ describe('durations of 25 days', () => {
   it('the reconciler scan for executions idle longer than 25d runs without an integer overflow', async () => {
     await expect(app.get(WorkflowStore).unfinished(25 * DAY, 10)).resolves.toEqual([]);
     await expect(app.get(WorkflowReconciler).reconcile()).resolves.toBe(0);
+  });
+
+  it('retention of the longest duration accepted (1000 years) runs its cleanup SQL without leaving the timestamp range', async () => {
+    await expect(app.get(RetentionService).cleanup()).resolves.toEqual({ records: 0, inbox: 0, workflows: 0 });
   });
 });

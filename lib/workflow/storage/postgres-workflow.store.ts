@@ -9,6 +9,8 @@ import { withClient } from '../../storage/postgres/checkout';
 import { LeaseLock } from '../../storage/postgres/lease-lock';
 import { StoreConnection, withPreparedStatements } from '../../storage/postgres/statements';
 
+const FINISHED = new Set<WorkflowStatus>(['completed', 'failed', 'cancelled', 'timed_out']);
+
 /** How many times an insert is retried when it lost a race against a row its snapshot could not see yet. */
 const RACE_RETRIES = 5;
 
@@ -256,6 +258,22 @@ export class PostgresWorkflowStore extends WorkflowStore {
 
   async deleteFinished(executionId: string): Promise<void> {
     await this.query({ ...this.sql.deleteFinished, values: [executionId] });
+  }
+
+  override async watch(executionId: string): Promise<{ execution: WorkflowExecution; watching: boolean } | null> {
+    for (let attempt = 1; ; attempt++) {
+      const rows = await this.query<ExecutionRow & { watching: boolean }>({ ...this.sql.watch, values: [executionId] });
+      if (rows.length === 0) return null;
+      const execution = toExecution(rows[0]);
+      // Unfinished but not registered: the row changed under the statement (it is finishing); read it again.
+      // After RACE_RETRIES the waiter goes on unregistered (only retention "0" needs the registration).
+      if (rows[0].watching || FINISHED.has(execution.status) || attempt >= RACE_RETRIES) return { execution, watching: rows[0].watching };
+    }
+  }
+
+  override async unwatch(executionId: string, drop: boolean): Promise<void> {
+    const rows = await this.query<{ result_waiters: number; status: WorkflowStatus }>({ ...this.sql.unwatch, values: [executionId] });
+    if (drop && rows.length > 0 && rows[0].result_waiters === 0 && FINISHED.has(rows[0].status)) await this.deleteFinished(executionId);
   }
 
   async withReconcilerLock(work: () => Promise<void>): Promise<boolean> {

@@ -122,8 +122,22 @@ const STATEMENTS = (e: string, s: string) => {
              error = jsonb_build_object('name', 'WorkflowTimeoutError', 'message', 'the workflow did not finish before its timeout')
        WHERE status IN ('pending', 'running') AND deadline_at < now()
       RETURNING id`,
+    // Retention "0": only once no result() call is waiting for the outcome (the last waiter removes it then).
     deleteFinished: `
-      DELETE FROM ${e} WHERE id = $1 AND status IN ('completed', 'failed', 'cancelled', 'timed_out')`,
+      DELETE FROM ${e} WHERE id = $1 AND status IN ('completed', 'failed', 'cancelled', 'timed_out') AND result_waiters = 0`,
+    // Registers a result() waiter on an unfinished execution, or reads a finished one, in one statement. Empty (or
+    // unfinished and not watching) means the row changed after this statement's snapshot: ask again.
+    watch: `
+      WITH w AS (
+        UPDATE ${e} SET result_waiters = result_waiters + 1 WHERE id = $1 AND status IN ('pending', 'running')
+        RETURNING *
+      )
+      SELECT true AS watching, w.* FROM w
+      UNION ALL
+      SELECT false, x.* FROM ${e} x WHERE x.id = $1 AND NOT EXISTS (SELECT 1 FROM w)`,
+    unwatch: `
+      UPDATE ${e} SET result_waiters = greatest(result_waiters - 1, 0) WHERE id = $1
+      RETURNING result_waiters, status`,
   };
 };
 

@@ -107,8 +107,40 @@ export abstract class WorkflowStore {
   abstract countRecovery(executionId: string, maxRecoveries: number): Promise<boolean>;
   /** Ends unfinished executions past their deadline as timed_out; returns their ids. */
   abstract timeOutExpired(): Promise<string[]>;
-  /** Deletes one execution if it has finished (retention "0"). */
+  /** Deletes one execution if it has finished and no `result()` call is waiting for it (retention "0"). */
   abstract deleteFinished(executionId: string): Promise<void>;
+  /** `result()` waiters of this process, for stores that keep no count of their own (the defaults below). */
+  private readonly watchers = new Map<string, number>();
+
+  /**
+   * Registers a `result()` waiter on an unfinished execution (so retention "0" keeps it until the waiter has read it)
+   * and returns the execution; a finished one is returned without registering. Null when there is none. The default
+   * counts waiters in this process only; a store shared by several processes counts them where they all see it.
+   */
+  async watch(executionId: string): Promise<{ execution: WorkflowExecution; watching: boolean } | null> {
+    const execution = await this.get(executionId);
+    if (!execution) return null;
+    const watching = execution.status === 'pending' || execution.status === 'running';
+    if (watching) this.watchers.set(executionId, (this.watchers.get(executionId) ?? 0) + 1);
+    return { execution, watching };
+  }
+
+  /** Ends a `watch`; with `drop`, deletes the execution when it has finished and this was its last waiter. */
+  async unwatch(executionId: string, drop: boolean): Promise<void> {
+    const left = (this.watchers.get(executionId) ?? 1) - 1;
+    if (left > 0) {
+      this.watchers.set(executionId, left);
+      return;
+    }
+    this.watchers.delete(executionId);
+    if (drop) await this.deleteFinished(executionId);
+  }
+
+  /** Retention "0" at finish: deletes the execution unless a `result()` call is waiting for it (the last one will). */
+  removeFinished(executionId: string): Promise<void> {
+    return this.watchers.has(executionId) ? Promise.resolve() : this.deleteFinished(executionId);
+  }
+
   /** Runs `work` when this instance holds the cluster-wide reconciler lock; returns false when another instance holds it. */
   abstract withReconcilerLock(work: () => Promise<void>): Promise<boolean>;
 }

@@ -4,14 +4,20 @@ import { BodyNotFingerprintableError } from '../errors/body-not-fingerprintable.
 import type { IdempotencyRequest } from '../interfaces/idempotency-options.interface';
 import { canonicalJson, OmissionTree } from '../utils/canonical-json';
 
-/** An uploaded file as multer (`request.file`, `request.files`) or `@fastify/multipart` (`attachFieldsToBody`) gives it. */
+/**
+ * An uploaded file as multer (`request.file`, `request.files`), express-fileupload (`request.files` by field:
+ * `name`, `data`, `tempFilePath`) or `@fastify/multipart` (`attachFieldsToBody`) gives it.
+ */
 interface UploadedFile {
   fieldname?: string;
   originalname?: string;
   filename?: string;
+  name?: string;
   mimetype?: string;
   buffer?: Buffer;
+  data?: Buffer;
   path?: string;
+  tempFilePath?: string;
   _buf?: Buffer;
 }
 
@@ -45,12 +51,20 @@ export function multipartPayload(request: IdempotencyRequest, omit: OmissionTree
   return Promise.all(files.map(async (f) => ({ ...f, sha256: await f.sha256 }))).then(write);
 }
 
-/** multer: `file` (single), `files` as an array (`FilesInterceptor`, `AnyFilesInterceptor`) or by field (`FileFieldsInterceptor`). */
+/**
+ * `file` (multer's single file); `files` as an array (`FilesInterceptor`, `AnyFilesInterceptor`) or by field, each
+ * field holding an array (`FileFieldsInterceptor`) or one file (express-fileupload).
+ */
 function uploadedFiles(file: unknown, files: unknown): UploadedFile[] {
   const list: UploadedFile[] = [];
   if (isObject(file)) list.push(file);
-  if (Array.isArray(files)) list.push(...(files as UploadedFile[]));
-  else if (isObject(files)) for (const group of Object.values(files)) if (Array.isArray(group)) list.push(...(group as UploadedFile[]));
+  if (Array.isArray(files)) {
+    list.push(...(files as UploadedFile[]));
+  } else if (isObject(files)) {
+    for (const [field, group] of Object.entries(files)) {
+      for (const one of Array.isArray(group) ? (group as unknown[]) : [group]) if (isObject(one)) list.push({ fieldname: field, ...one });
+    }
+  }
   return list;
 }
 
@@ -75,10 +89,12 @@ function isPart(value: Record<string, unknown>): value is Record<string, unknown
 }
 
 function fileEntry(file: UploadedFile, mediaType: string): FileEntry {
-  const content = file.buffer ?? file._buf;
-  const entry = { field: file.fieldname ?? '', name: file.originalname ?? file.filename ?? '', type: file.mimetype ?? '' };
-  if (Buffer.isBuffer(content)) return { ...entry, sha256: digest(content) };
-  if (typeof file.path === 'string') return { ...entry, sha256: digestFile(file.path) };
+  const content = file.buffer ?? file._buf ?? file.data;
+  const entry = { field: file.fieldname ?? '', name: file.originalname ?? file.filename ?? file.name ?? '', type: file.mimetype ?? '' };
+  // express-fileupload with useTempFiles leaves `data` empty and the content in `tempFilePath`.
+  const path = file.path ?? (file.tempFilePath || undefined);
+  if (Buffer.isBuffer(content) && (content.length > 0 || path === undefined)) return { ...entry, sha256: digest(content) };
+  if (path !== undefined) return { ...entry, sha256: digestFile(path) };
   throw new BodyNotFingerprintableError(
     mediaType,
     `the uploaded file in field "${entry.field}" has neither its content in memory nor a path on disk, so it cannot be part of the request fingerprint`,

@@ -4,10 +4,11 @@ import { HttpException } from '@nestjs/common';
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
 /**
- * Where problem `type` URIs point by default: the README's "Problem types" section, one anchor per problem
- * (`…#problem-key-reused`). Set `http.problemTypeBase` to point them at your own documentation instead.
+ * Where problem `type` URIs point by default: the README's "Problem types" section on npm, one anchor per
+ * problem (`…#user-content-problem-key-reused`: npm prefixes heading anchors with `user-content-`, GitHub
+ * accepts both). Set `http.problemTypeBase` to point them at your own documentation instead.
  */
-export const DEFAULT_PROBLEM_TYPE_BASE = 'https://www.npmjs.com/package/nestjs-idempotency#problem-';
+export const DEFAULT_PROBLEM_TYPE_BASE = 'https://www.npmjs.com/package/nestjs-idempotency#user-content-problem-';
 
 /** The kinds of problem the interceptor reports, each with its status. The keys are stable codes. */
 export const IDEMPOTENCY_PROBLEMS = {

@@ -132,6 +132,14 @@ describe('requestFingerprint', () => {
       expect(fp(typed(boundary('x'), { caption: 'hi', file: Buffer.from('two') }))).not.toBe(kv);
     });
 
+    it('covers express-fileupload files (by field, `name` and `data`)', () => {
+      const upload = (content: string) => ({ name: 'a.txt', mimetype: 'text/plain', data: Buffer.from(content), tempFilePath: '' });
+      const a = fp(typed(boundary('x'), { caption: 'hi' }, { files: { file: upload('one') } }));
+      expect(fp(typed(boundary('y'), { caption: 'hi' }, { files: { file: upload('one') } }))).toBe(a);
+      expect(fp(typed(boundary('x'), { caption: 'hi' }, { files: { file: upload('two') } }))).not.toBe(a);
+      expect(fp(typed(boundary('x'), { caption: 'hi' }, { files: { other: upload('one') } }))).not.toBe(a);
+    });
+
     it('refuses a file whose content is neither in memory nor on disk', () => {
       expect(() => fp(typed(boundary('x'), {}, { file: { fieldname: 'file', originalname: 'a' } }))).toThrow(BodyNotFingerprintableError);
     });

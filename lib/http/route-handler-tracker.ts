@@ -1,9 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { PATH_METADATA } from '@nestjs/common/constants';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { trackRouteHandler } from './handler-start';
+
+/** Nest's `PATH_METADATA` key (set by `@Get()`, `@Post()`, …), named here: deep imports are not exported by NestJS 12. */
+const ROUTE_PATH_METADATA = 'path';
 
 /**
  * Makes every route handler report when it starts (see `HandlerStart`), so that the interceptor can tell a
@@ -21,7 +23,7 @@ export class RouteHandlerTracker {
       if (typeof wrapper.metatype !== 'function' || !prototype) continue;
       for (const name of scanner.getAllMethodNames(prototype)) {
         const method = (prototype as Record<string, unknown>)[name];
-        if (typeof method === 'function' && Reflect.getMetadata(PATH_METADATA, method) !== undefined) trackRouteHandler(prototype, name);
+        if (typeof method === 'function' && Reflect.getMetadata(ROUTE_PATH_METADATA, method) !== undefined) trackRouteHandler(prototype, name);
       }
     }
   }

@@ -8,7 +8,10 @@ import { resolveOptions } from '../utils/validate-options';
 export interface IdempotencyTestingOptions {
   /** HTTP settings, as in `IdempotencyModule` (the interceptor is registered globally unless `enabled: false`). */
   http?: HttpIdempotencyOptions;
-  /** Workflow settings that mean something in process. `pollInterval` defaults to `"100ms"` here. */
+  /**
+   * Workflow settings that mean something in process: `pollInterval` (default `"100ms"` here), `maxRecoveryAttempts`,
+   * and `lockDuration`, how long closing the app waits for steps in progress (default `"5s"` here).
+   */
   workflows?: Pick<WorkflowModuleOptions, 'maxRecoveryAttempts' | 'pollInterval' | 'lockDuration'>;
   /** Retention, applied when a test calls `RetentionService.cleanup()` (nothing runs in the background). */
   retention?: Omit<RetentionOptions, 'cleanupInterval' | 'batchSize'>;
@@ -31,7 +34,7 @@ export function resolveTestingOptions(options: IdempotencyTestingOptions = {}): 
     postgres: { url: NO_POSTGRES },
     redis: false,
     http: options.http,
-    workflows: { pollInterval: '100ms', ...options.workflows },
+    workflows: { pollInterval: '100ms', lockDuration: '5s', ...options.workflows },
     retention: { ...options.retention, cleanupInterval: false },
   });
   return { ...resolved, workflows: { ...resolved.workflows, inline: true } };

@@ -1,36 +1,43 @@
 import { DynamicModule, Module, Provider } from '@nestjs/common';
-import { APP_FILTER, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
-import { IdempotencyService } from '../core/idempotency.service';
-import { IdempotentMethodExplorer } from '../guard/idempotent-method.explorer';
-import { IdempotencyProblemFilter } from '../http/idempotency-problem.filter';
-import { IdempotencyInterceptor } from '../http/idempotency.interceptor';
+import { MODULE_METADATA } from '@nestjs/common/constants';
+import { DiscoveryModule } from '@nestjs/core';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
-import { IdempotencyMetadataAccessor } from '../idempotency-metadata.accessor';
+import { IdempotencyModule } from '../idempotency.module';
+import { idempotencyProviders } from '../idempotency.providers';
 import { InboxService } from '../inbox/inbox.service';
 import { RetentionService } from '../retention/retention.service';
-import { WorkflowRetentionPolicy } from '../retention/workflow-retention.policy';
 import { IdempotencyCache } from '../storage/idempotency.cache';
+import { IdempotencyConnections } from '../storage/idempotency-connections';
 import { IdempotencyStore } from '../storage/idempotency.store';
 import { MemoryIdempotencyCache } from '../storage/memory/memory-idempotency.cache';
 import { MemoryIdempotencyStore } from '../storage/memory/memory-idempotency.store';
-import { StepContextAccessor } from '../workflow/step-context';
-import { StepWorker } from '../workflow/step-worker';
 import { MemoryWorkflowStore } from '../workflow/storage/memory-workflow.store';
 import { WorkflowStore } from '../workflow/storage/workflow.store';
-import { WorkflowClient } from '../workflow/workflow.client';
-import { WorkflowExecutor } from '../workflow/workflow.executor';
-import { WorkflowExplorer } from '../workflow/workflow.explorer';
-import { WorkflowMetadataAccessor } from '../workflow/workflow-metadata.accessor';
+import { WorkflowOrchestrator } from '../workflow/workflow.orchestrator';
 import { WorkflowQueues } from '../workflow/workflow-queues';
-import { WorkflowRegistry } from '../workflow/workflow.registry';
-import { RegisteredWorkflowRetention } from '../workflow/workflow-retention';
+import { WorkflowReconciler } from '../workflow/workflow.reconciler';
 import { WorkflowStartCache } from '../workflow/workflow-start.cache';
+import { WorkflowWorker } from '../workflow/workflow-worker';
 import { IdempotencyTestingOptions, resolveTestingOptions } from './idempotency-testing-options';
 import { InlineWorkflowQueues } from './inline-workflow-queues';
 import { InlineWorkflowRunner } from './inline-workflow-runner';
 import { MemoryInboxService } from './memory-inbox.service';
 import { MemoryRetentionService } from './memory-retention.service';
 import { NoWorkflowStartCache } from './no-workflow-start.cache';
+
+/**
+ * The providers of IdempotencyModule that talk to Postgres, Redis or BullMQ (or start workers and timers): the
+ * testing module replaces them with in-memory ones or leaves them out. Everything else is IdempotencyModule's own
+ * list, so whatever it gains (interceptor, guard, workflow engine) the testing module has too.
+ */
+const REPLACED: readonly unknown[] = [
+  RESOLVED_IDEMPOTENCY_OPTIONS, IdempotencyConnections, IdempotencyStore, IdempotencyCache, InboxService, RetentionService,
+  WorkflowStore, WorkflowQueues, WorkflowStartCache, WorkflowWorker, WorkflowReconciler, WorkflowOrchestrator,
+];
+
+function tokenOf(provider: Provider): unknown {
+  return typeof provider === 'function' ? provider : provider.provide;
+}
 
 /**
  * `IdempotencyModule` for unit tests: the same interceptor, method guard, `IdempotencyService` and workflow engine
@@ -44,39 +51,24 @@ export class IdempotencyTestingModule {
   /** The testing module, global like `IdempotencyModule.forRoot()`, with the same injectable services. */
   static forRoot(options: IdempotencyTestingOptions = {}): DynamicModule {
     const providers: Provider[] = [
+      ...idempotencyProviders.filter((provider) => !REPLACED.includes(tokenOf(provider))),
       { provide: RESOLVED_IDEMPOTENCY_OPTIONS, useFactory: () => resolveTestingOptions(options) },
       { provide: IdempotencyStore, useClass: MemoryIdempotencyStore },
       { provide: IdempotencyCache, useClass: MemoryIdempotencyCache },
-      IdempotencyService,
-      IdempotencyMetadataAccessor,
-      IdempotentMethodExplorer,
       { provide: InboxService, useClass: MemoryInboxService },
       { provide: RetentionService, useClass: MemoryRetentionService },
-      { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
-      { provide: APP_FILTER, useClass: IdempotencyProblemFilter },
-      WorkflowMetadataAccessor,
-      WorkflowRegistry,
       { provide: WorkflowStore, useClass: MemoryWorkflowStore },
       { provide: WorkflowQueues, useClass: InlineWorkflowQueues },
       { provide: WorkflowStartCache, useFactory: () => new NoWorkflowStartCache() },
-      RegisteredWorkflowRetention,
-      { provide: WorkflowRetentionPolicy, useExisting: RegisteredWorkflowRetention },
-      StepWorker,
-      WorkflowExecutor,
-      WorkflowExplorer,
       InlineWorkflowRunner,
-      WorkflowClient,
-      StepContextAccessor,
     ];
+    const exported = (Reflect.getMetadata(MODULE_METADATA.EXPORTS, IdempotencyModule) ?? []) as NonNullable<DynamicModule['exports']>;
     return {
       module: IdempotencyTestingModule,
       global: true,
       imports: [DiscoveryModule],
       providers,
-      exports: [
-        IdempotencyService, InboxService, RetentionService, WorkflowClient, StepContextAccessor,
-        IdempotencyStore, IdempotencyCache, WorkflowStore,
-      ],
+      exports: [...exported, IdempotencyStore, IdempotencyCache, WorkflowStore],
     };
   }
 }

@@ -13,7 +13,7 @@ import { InlineJob, InlineWorkflowQueues } from './inline-workflow-queues';
 /**
  * Workers of IdempotencyTestingModule: a workflow-queue job replays its execution through the library's executor,
  * a step-queue job runs through the library's step worker (checkpoint check, step context, timeout, checkpoint) —
- * the same code as with BullMQ, in this process. On shutdown runs stop and steps in progress finish.
+ * the same code as with BullMQ, in this process. On shutdown runs stop, no attempt starts, and steps in progress finish.
  */
 @Injectable()
 export class InlineWorkflowRunner implements OnModuleInit, BeforeApplicationShutdown {
@@ -29,8 +29,10 @@ export class InlineWorkflowRunner implements OnModuleInit, BeforeApplicationShut
     this.queues.setProcessor((queue, job) => this.process(queue, job));
   }
 
+  /** Stops runs before their next step, starts no further attempt, and waits (at most `lockDuration`) for steps in progress. */
   async beforeApplicationShutdown(): Promise<void> {
     this.executor.abortAll();
+    await this.queues.close();
     const deadline = Date.now() + this.options.workflows.lockDurationMs;
     while (!this.queues.isIdle && Date.now() < deadline) await sleep(10);
   }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { BeginResult, Claim, ClaimRequest } from '../../lib';
 import { waitUntil } from '../support/resilience';
-import { IMPLEMENTATIONS, Subject } from './implementations';
+import { bootForSuite, IMPLEMENTATIONS } from './implementations';
 
 function claimOf(result: BeginResult): Claim {
   if (result.kind !== 'acquired') throw new Error(`expected to acquire the key, got ${result.kind}`);
@@ -17,15 +17,7 @@ function fresh(overrides: Partial<ClaimRequest> = {}): ClaimRequest {
 const SHORT_MS = 300;
 
 describe.each(IMPLEMENTATIONS)('IdempotencyStore contract: $name', (implementation) => {
-  let s: Subject;
-
-  beforeAll(async () => {
-    s = await implementation.boot();
-  });
-
-  afterAll(async () => {
-    await s?.close();
-  });
+  const s = bootForSuite(implementation);
 
   it('claim: the first caller acquires the key; the live record is in progress under its fingerprint', async () => {
     const req = fresh();

@@ -46,3 +46,30 @@ export const IMPLEMENTATIONS: Implementation[] = [
     },
   },
 ];
+
+/** Boots `implementation` before the suite's cases and closes it after them; the returned subject reads the booted one. */
+export function bootForSuite(implementation: Implementation): Subject {
+  let booted: Subject | undefined;
+  beforeAll(async () => {
+    booted = await implementation.boot();
+  });
+  afterAll(async () => {
+    await booted?.close();
+  });
+  const current = (): Subject => {
+    if (!booted) throw new Error(`${implementation.name} did not boot`);
+    return booted;
+  };
+  return {
+    get service() {
+      return current().service;
+    },
+    get store() {
+      return current().store;
+    },
+    get workflows() {
+      return current().workflows;
+    },
+    close: () => current().close(),
+  };
+}

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { WorkflowExecution } from '../../lib';
 import { waitUntil } from '../support/resilience';
-import { IMPLEMENTATIONS, Subject } from './implementations';
+import { bootForSuite, IMPLEMENTATIONS } from './implementations';
 
 /** A new execution of a fresh workflow id (ids are UUIDs, as the client makes them). */
 function newExecution(workflowId = `wf-${randomUUID()}`, extra: { input?: unknown; timeoutMs?: number } = {}) {
@@ -11,15 +11,7 @@ function newExecution(workflowId = `wf-${randomUUID()}`, extra: { input?: unknow
 const FAILURE = { name: 'Error', message: 'step failed' };
 
 describe.each(IMPLEMENTATIONS)('WorkflowStore contract: $name', (implementation) => {
-  let s: Subject;
-
-  beforeAll(async () => {
-    s = await implementation.boot();
-  });
-
-  afterAll(async () => {
-    await s?.close();
-  });
+  const s = bootForSuite(implementation);
 
   it('start dedup: a live or completed execution holds its workflow id; a failed one frees it', async () => {
     const a = newExecution();

@@ -62,10 +62,26 @@ const ONLY_DATE_FAKED: NonNullable<Extract<Parameters<typeof jest.useFakeTimers>
   'hrtime', 'nextTick', 'performance', 'queueMicrotask', 'setImmediate', 'clearImmediate', 'setInterval', 'clearInterval', 'setTimeout', 'clearTimeout',
 ];
 
+/** Fails every attempt, with a backoff far longer than any test. */
+@Workflow({ name: 'inline-backoff' })
+class BackoffWorkflow {
+  static attempts = 0;
+
+  async run(): Promise<void> {
+    await this.retried();
+  }
+
+  @Step({ attempts: 3, backoff: 600_000 })
+  async retried(): Promise<void> {
+    BackoffWorkflow.attempts++;
+    return Promise.reject(new Error('down'));
+  }
+}
+
 async function boot(options?: IdempotencyTestingOptions): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({
     imports: [IdempotencyTestingModule.forRoot(options)],
-    providers: [EphemeralWorkflow, ControlWorkflow, SlowWorkflow],
+    providers: [EphemeralWorkflow, ControlWorkflow, SlowWorkflow, BackoffWorkflow],
   }).compile();
   const app = moduleRef.createNestApplication();
   app.useLogger(false);
@@ -114,6 +130,14 @@ describe('IdempotencyTestingModule', () => {
       jest.useRealTimers();
     }
     expect(runs).toEqual(['first', 'after the TTL']);
+  });
+
+  it('closing the app does not wait for a step\'s next attempt, and starts none', async () => {
+    const closing = await boot({ workflows: { lockDuration: '1h' } });
+    await closing.get(WorkflowClient).start(BackoffWorkflow, undefined);
+    await waitUntil('the first attempt ran', () => BackoffWorkflow.attempts === 1);
+    await closing.close(); // would hang until the test times out if shutdown waited for the retry
+    expect(BackoffWorkflow.attempts).toBe(1);
   });
 
   it('inbox: a failed handler records nothing, so the redelivery runs; a concurrent redelivery waits and is a duplicate', async () => {

@@ -1,10 +1,16 @@
 import { Injectable, Type } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
-import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import { IDEMPOTENT_METHOD_METADATA, IDEMPOTENT_ROUTE_METADATA, SKIP_IDEMPOTENCY_METADATA } from './idempotency.constants';
 import type { IdempotentRouteOptions } from './interfaces/idempotency-options.interface';
 import type { IdempotentMethodOptions } from './guard/idempotent-method.decorator';
+
+/**
+ * Nest's own metadata of route parameters (`ROUTE_ARGS_METADATA`, `RESPONSE_PASSTHROUGH_METADATA` and
+ * `RouteParamtypes.RESPONSE` / `.NEXT` in `@nestjs/common`), which its package root does not export.
+ */
+const NEST_ROUTE_ARGS = '__routeArguments__';
+const NEST_RESPONSE_PASSTHROUGH = '__responsePassthrough__';
+const NEST_RESPONSE_OR_NEXT = new Set([1, 2]);
 
 /** What the decorators say about one route. */
 export interface RouteIdempotencyMetadata {
@@ -28,12 +34,9 @@ export class IdempotencyMetadataAccessor {
 
   /** True when the route sends its own response (`@Res()` or `@Next()` without `passthrough`), as Nest decides it. */
   respondsItself(controller: Type<unknown>, handler: (...args: unknown[]) => unknown): boolean {
-    const args = (Reflect.getMetadata(ROUTE_ARGS_METADATA, controller, handler.name) ?? {}) as Record<string, unknown>;
-    const handled = Object.keys(args).some((key) => {
-      const type = Number(key.split(':')[0]);
-      return type === Number(RouteParamtypes.RESPONSE) || type === Number(RouteParamtypes.NEXT);
-    });
-    return handled && Reflect.getMetadata(RESPONSE_PASSTHROUGH_METADATA, controller, handler.name) !== true;
+    const args = (Reflect.getMetadata(NEST_ROUTE_ARGS, controller, handler.name) ?? {}) as Record<string, unknown>;
+    const handled = Object.keys(args).some((key) => NEST_RESPONSE_OR_NEXT.has(Number(key.split(':')[0])));
+    return handled && Reflect.getMetadata(NEST_RESPONSE_PASSTHROUGH, controller, handler.name) !== true;
   }
 
   /** The `@IdempotentMethod()` options of a provider method, if it has the decorator. */

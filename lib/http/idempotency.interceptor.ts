@@ -246,18 +246,21 @@ export class IdempotencyInterceptor implements NestInterceptor {
    */
   private sendUnsent(response: ResponseLike, value: unknown, failure: unknown, claim: Claim, stopLease: () => void): void {
     const adapter = this.adapterHost.httpAdapter;
-    if (failure instanceof HandlerNeverStartedError) {
-      stopLease();
-      void this.safely(() => this.engine.release(claim, { message: messageOf(failure) }), claim);
-    } else if (failure === undefined) {
-      adapter.reply(response, value, response.statusCode);
-    } else if (failure instanceof HttpException) {
-      const body = failure.getResponse();
-      adapter.reply(response, typeof body === 'object' ? body : { statusCode: failure.getStatus(), message: body }, failure.getStatus());
-    } else {
-      stopLease();
-      void this.safely(() => this.engine.release(claim, { message: messageOf(failure) }), claim);
+    try {
+      if (failure === undefined) {
+        adapter.reply(response, value, response.statusCode);
+        return;
+      }
+      if (failure instanceof HttpException) {
+        const body = failure.getResponse();
+        adapter.reply(response, typeof body === 'object' ? body : { statusCode: failure.getStatus(), message: body }, failure.getStatus());
+        return;
+      }
+    } catch (err) {
+      failure = err; // the adapter could not render it: nothing to store
     }
+    stopLease();
+    void this.safely(() => this.engine.release(claim, { message: messageOf(failure) }), claim);
   }
 
   /**

@@ -106,7 +106,7 @@ export class ResponseCapture {
     const body = chunkBytes(args[0], args[1]) ?? Buffer.alloc(0);
     const callback = callbackOf(args);
     const response: WireResponse = { status: outgoingStatus(this.raw, this.head), headers: outgoingHeaders(this.raw, this.head), body };
-    void this.hooks.settle(response).then((replacement) => {
+    const send = (replacement: ResponseReplacement | undefined) => {
       this.state = 'done';
       this.original.restore();
       if (replacement) {
@@ -115,7 +115,8 @@ export class ResponseCapture {
       }
       if (this.head) this.original.writeHead.apply(this.raw, this.head);
       this.original.end.call(this.raw, body, callback);
-    });
+    };
+    void this.hooks.settle(response).then(send, () => send(undefined));
     return this.raw;
   }
 

@@ -7,7 +7,10 @@ import { Claim, ClaimOutcome, ClaimRequest, CompletedRecord } from '../core/idem
 export abstract class IdempotencyStore {
   /** Claims the key, or reports the record that holds it (a live in-progress claim or a completed outcome). */
   abstract claim(request: ClaimRequest): Promise<ClaimOutcome>;
-  /** Stores the final outcome; false when the claim was lost (lease taken over), in which case nothing is written. */
+  /**
+   * Stores the final outcome, which then lives for the claim's ttl counted from now (not from the claim); null when
+   * the claim was lost (lease taken over), in which case nothing is written.
+   */
   abstract complete(claim: Claim, result: unknown): Promise<CompletedRecord | null>;
   /** Marks the claim failed so that the key can be claimed again. */
   abstract release(claim: Claim, error?: unknown): Promise<void>;

@@ -1,5 +1,6 @@
 'use strict';
-// `npm test`: type check and lint, then the Jest suites (NestJS 11), the NestJS 12 compatibility suite and the
+// `npm test`: type check and lint, then the Jest suites (NestJS 11), the core suites again through PgBouncer in
+// transaction pooling (compat/pgbouncer), the NestJS 12 compatibility suite and the
 // peer-version suites (compat/peers: the oldest and newest typeorm, bullmq and ioredis the package accepts),
 // all against one Postgres and one Redis that this script starts on 127.0.0.1 (unless DATABASE_URL and
 // REDIS_URL are set) and stops at the end.
@@ -25,6 +26,7 @@ async function main() {
   try {
     // --forceExit: a BullMQ or ioredis handle left by a failing test must not hang CI; Jest still reports it.
     run('jest (NestJS 11)', npx, ['jest', '--forceExit', ...process.argv.slice(2)], { env });
+    run('core suites through PgBouncer (transaction pooling)', npx, ['jest', '--config', path.join('compat', 'pgbouncer', 'jest.config.js'), '--forceExit'], { env });
     const compat = path.join(ROOT, 'compat', 'nest12');
     run('install NestJS 12 for the compatibility suite', 'npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: compat, env });
     run('build for NestJS 12', npx, ['tsc', '-p', path.join('compat', 'nest12', 'tsconfig.json')], { env });

@@ -220,6 +220,28 @@ async function startPgBouncer(name, postgresUrl, { poolSize = 20 } = {}) {
   return { url: target.toString(), port, proc, pidFile: path.join(dir, 'pgbouncer.pid') };
 }
 
+/** Stops a PgBouncer started by startPgBouncer (by the PID in its pid file: runuser does not forward signals) and removes its folder. */
+async function stopPgBouncer(bouncer) {
+  if (!bouncer) return;
+  let pid;
+  try {
+    pid = Number(fs.readFileSync(bouncer.pidFile, 'utf8').trim());
+  } catch {
+    pid = undefined;
+  }
+  if (pid && Number.isInteger(pid) && pid > 0) {
+    try {
+      process.kill(pid, 'SIGINT'); // shut down at once, closing client and server connections
+    } catch {
+      // already gone
+    }
+  }
+  await stop(bouncer.proc, 'SIGINT');
+  const dir = path.dirname(bouncer.pidFile);
+  fs.rmSync(dir, { recursive: true, force: true });
+  if (fs.readdirSync(path.dirname(dir)).length === 0) fs.rmdirSync(path.dirname(dir));
+}
+
 function stop(proc, signal = 'SIGTERM') {
   return new Promise((resolve) => {
     if (!proc || proc.exitCode !== null || proc.signalCode !== null) return resolve();
@@ -269,4 +291,4 @@ async function ensureServices(name, { ephemeral = false } = {}) {
   };
 }
 
-module.exports = { ensureServices, startRedis, startPostgres, startPgBouncer, stop, freePort, ROOT };
+module.exports = { ensureServices, startRedis, startPostgres, startPgBouncer, stopPgBouncer, stop, freePort, ROOT };

@@ -9,9 +9,15 @@ import { OrderWorkflow } from '../workflow/fixtures/order.workflow';
 import { RUN_LOG_OPTIONS, RunLog } from '../workflow/fixtures/run-log';
 import { FAST, uniquePrefix } from '../workflow/support';
 
+interface Bouncer {
+  url: string;
+  proc: ChildProcess;
+  pidFile: string;
+}
+
 interface ServicesModule {
-  startPgBouncer(name: string, postgresUrl: string, options?: { poolSize?: number }): Promise<{ url: string; proc: ChildProcess; pidFile: string }>;
-  stop(proc: ChildProcess | undefined, signal?: NodeJS.Signals): Promise<void>;
+  startPgBouncer(name: string, postgresUrl: string, options?: { poolSize?: number }): Promise<Bouncer>;
+  stopPgBouncer(bouncer: Bouncer | undefined): Promise<void>;
 }
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const services = require('../../scripts/services') as ServicesModule;
@@ -54,7 +60,7 @@ class Billing {
 // every client), so consecutive statements of one client land on different server connections.
 describe('through PgBouncer in transaction pooling (postgres.preparedStatements: false)', () => {
   const schema = uniqueSchema('pgb');
-  let bouncer: { url: string; proc: ChildProcess } | undefined;
+  let bouncer: Bouncer | undefined;
   let app: INestApplication;
   let counter: Counter;
 
@@ -82,7 +88,7 @@ describe('through PgBouncer in transaction pooling (postgres.preparedStatements:
 
   afterAll(async () => {
     await app?.close();
-    await services.stop(bouncer?.proc, 'SIGINT');
+    await services.stopPgBouncer(bouncer);
     await sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   });
 

@@ -1,7 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 
 /**
- * Checks a client out of the pool for a session-long task (an advisory lock, a transaction). pg-pool drops its
+ * Checks a client out of the pool for a connection-long task (a transaction). pg-pool drops its
  * idle-error listener on checkout, so a server restart would emit 'error' on an unwatched client and crash the
  * process; this keeps a listener on it, and a client that failed is discarded instead of returned to the pool.
  */

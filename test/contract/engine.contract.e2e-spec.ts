@@ -6,24 +6,9 @@ import request from 'supertest';
 import {
   IdempotentMethod, Step, StepFailedError, Workflow, WorkflowClient, WorkflowConflictError, WorkflowExistsError, WorkflowFailedError,
 } from '../../lib';
+import { Runs } from '../support/http-harness';
 import { gate, waitUntil } from '../support/resilience';
 import { APP_IMPLEMENTATIONS, appForSuite } from './app-implementations';
-
-/** Counts runs of each handler, method and step (per app). */
-@Injectable()
-class Runs {
-  private readonly counts = new Map<string, number>();
-
-  inc(name: string): number {
-    const n = (this.counts.get(name) ?? 0) + 1;
-    this.counts.set(name, n);
-    return n;
-  }
-
-  of(name: string): number {
-    return this.counts.get(name) ?? 0;
-  }
-}
 
 /** Held requests wait here until the test opens their gate. */
 const held = new Map<string, ReturnType<typeof gate>>();
@@ -141,7 +126,7 @@ describe.each(APP_IMPLEMENTATIONS)('engine contract: $name', (implementation) =>
     expect([retry.status, retry.headers['idempotent-replayed'], retry.body]).toEqual([201, 'true', first.body]);
     expect(other.status).toBe(422);
     expect(other.headers['content-type']).toContain('application/problem+json');
-    expect(runs().of('orders')).toBe(1);
+    expect(runs().get('orders')).toBe(1);
   });
 
   it('HTTP: concurrent duplicates run once; the others get 409 with Retry-After while it runs, the replay after', async () => {
@@ -149,14 +134,14 @@ describe.each(APP_IMPLEMENTATIONS)('engine contract: $name', (implementation) =>
     const id = randomUUID();
     held.set(id, gate());
     const first = post(`/engine/held/${id}`, key).send({}).then((r) => r);
-    await waitUntil('the first request runs', () => runs().of(`held-${id}`) === 1);
+    await waitUntil('the first request runs', () => runs().get(`held-${id}`) === 1);
     const duplicates = await Promise.all([1, 2, 3].map(() => post(`/engine/held/${id}`, key).send({}).then((r) => r)));
     expect(duplicates.map((r) => [r.status, typeof r.headers['retry-after']])).toEqual([[409, 'string'], [409, 'string'], [409, 'string']]);
     held.get(id)?.open();
     expect((await first).status).toBe(201);
     const after = await post(`/engine/held/${id}`, key).send({});
     expect([after.status, after.headers['idempotent-replayed']]).toEqual([201, 'true']);
-    expect(runs().of(`held-${id}`)).toBe(1);
+    expect(runs().get(`held-${id}`)).toBe(1);
   });
 
   it('HTTP: a 5xx releases the key (the retry runs again); a 4xx is final and replayed', async () => {
@@ -164,13 +149,13 @@ describe.each(APP_IMPLEMENTATIONS)('engine contract: $name', (implementation) =>
     const broken = randomUUID();
     expect((await post(`/engine/boom/${id}`, broken).send({})).status).toBe(500);
     expect((await post(`/engine/boom/${id}`, broken).send({})).status).toBe(500);
-    expect(runs().of(`boom-${id}`)).toBe(2);
+    expect(runs().get(`boom-${id}`)).toBe(2);
 
     const refused = randomUUID();
     expect((await post(`/engine/refuse/${id}`, refused).send({})).status).toBe(400);
     const replay = await post(`/engine/refuse/${id}`, refused).send({});
     expect([replay.status, replay.headers['idempotent-replayed']]).toEqual([400, 'true']);
-    expect(runs().of(`refuse-${id}`)).toBe(1);
+    expect(runs().get(`refuse-${id}`)).toBe(1);
   });
 
   it('method guard: duplicates get the stored result; a failure unlocks the key', async () => {
@@ -180,7 +165,7 @@ describe.each(APP_IMPLEMENTATIONS)('engine contract: $name', (implementation) =>
     const first = await billing.bill(invoice);
     await expect(billing.bill(invoice)).resolves.toEqual(first);
     expect(first).toEqual({ invoice, run: 2 });
-    expect(runs().of(`bill-${invoice}`)).toBe(2);
+    expect(runs().get(`bill-${invoice}`)).toBe(2);
   });
 
   it('workflows: a start runs the steps once; the same id replays the result; another input conflicts', async () => {
@@ -193,7 +178,7 @@ describe.each(APP_IMPLEMENTATIONS)('engine contract: $name', (implementation) =>
     await expect(again.result()).resolves.toEqual({ charged: `charged-${id}-1`, shipped: `shipped-${id}` });
     await expect(client.start(EngineOrderWorkflow, { id: 'other' }, { workflowId: `order-${id}` })).rejects.toBeInstanceOf(WorkflowConflictError);
     await expect(client.start(EngineOrderWorkflow, { id }, { workflowId: `order-${id}`, onConflict: 'error' })).rejects.toBeInstanceOf(WorkflowExistsError);
-    expect([runs().of(`charge-${id}`), runs().of(`ship-${id}`)]).toEqual([1, 1]);
+    expect([runs().get(`charge-${id}`), runs().get(`ship-${id}`)]).toEqual([1, 1]);
     expect((await client.steps(handle.executionId)).map((s) => [s.position, s.name, s.status])).toEqual([[0, 'charge', 'completed'], [1, 'ship', 'completed']]);
   });
 
@@ -204,7 +189,7 @@ describe.each(APP_IMPLEMENTATIONS)('engine contract: $name', (implementation) =>
     await expect(handle.result({ timeout: '20s' })).resolves.toEqual({ charged: `charged-${id}-1`, shipped: `shipped-${id}-fallback` });
     const steps = await client.steps(handle.executionId);
     expect(steps.map((s) => [s.name, s.status, s.attempts])).toEqual([['charge', 'completed', 1], ['ship', 'failed', 2], ['ship', 'completed', 1]]);
-    expect(runs().of(`ship-${id}`)).toBe(2);
+    expect(runs().get(`ship-${id}`)).toBe(2);
     const same = await client.start(EngineOrderWorkflow, { failShip: true, id });
     expect(same.workflowId).toBe(handle.workflowId);
   });
@@ -217,6 +202,6 @@ describe.each(APP_IMPLEMENTATIONS)('engine contract: $name', (implementation) =>
     FailingOnce.healed.add(id);
     const resumed = await client.resume<string>(`failing-${id}`);
     await expect(resumed.result({ timeout: '20s' })).resolves.toBe(`ok-${id}`);
-    expect([runs().of(`prepare-${id}`), runs().of(`flaky-${id}`)]).toEqual([1, 2]);
+    expect([runs().get(`prepare-${id}`), runs().get(`flaky-${id}`)]).toEqual([1, 2]);
   });
 });

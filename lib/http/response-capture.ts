@@ -3,6 +3,7 @@ import {
   callbackOf, chunkBytes, copyHead, outgoingHeaders, outgoingStatus, patchResponse, PatchedResponse, sendInstead,
 } from './raw-response';
 import type { ResponseReplacement, WireResponse } from './stored-response';
+import { LongTimer, setLongTimeout } from '../utils/long-timer';
 
 /** What the capture asks of the interceptor. */
 export interface CaptureHooks {
@@ -35,7 +36,7 @@ export class ResponseCapture {
   private readonly pending: ['write' | 'end', unknown[]][] = [];
   private clientGone = false;
   private handlerDoneWithin?: number;
-  private unsentTimer?: NodeJS.Timeout;
+  private unsentTimer?: LongTimer;
   private readonly original: PatchedResponse;
 
   constructor(private readonly raw: ServerResponse, private readonly hooks: CaptureHooks) {
@@ -62,10 +63,9 @@ export class ResponseCapture {
 
   private watchUnsent(): void {
     if (this.state !== 'holding' || !this.clientGone || this.handlerDoneWithin === undefined || this.unsentTimer) return;
-    this.unsentTimer = setTimeout(() => {
+    this.unsentTimer = setLongTimeout(() => {
       if (this.state === 'holding') this.hooks.unsent();
-    }, this.handlerDoneWithin);
-    this.unsentTimer.unref();
+    }, this.handlerDoneWithin, { unref: true });
   }
 
   private writeHead(args: unknown[]): unknown {
@@ -84,7 +84,7 @@ export class ResponseCapture {
     }
     // A body in pieces: nothing goes out before the key is released, so a quick retry does not find it in progress.
     this.state = 'releasing';
-    clearTimeout(this.unsentTimer);
+    this.unsentTimer?.clear();
     this.pending.push(['write', args]);
     void this.hooks.streamed().then(() => {
       this.state = 'streaming';
@@ -102,7 +102,7 @@ export class ResponseCapture {
     }
     if (this.state !== 'holding') return this.raw; // a second send while the first is being recorded
     this.state = 'settling';
-    clearTimeout(this.unsentTimer);
+    this.unsentTimer?.clear();
     const body = chunkBytes(args[0], args[1]) ?? Buffer.alloc(0);
     const callback = callbackOf(args);
     const response: WireResponse = { status: outgoingStatus(this.raw, this.head), headers: outgoingHeaders(this.raw, this.head), body };

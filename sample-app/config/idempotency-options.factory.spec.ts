@@ -42,7 +42,7 @@ describe('idempotencyOptionsFromEnv', () => {
       WORKFLOWS_WORKERS: 'false',
     }));
     const r = resolveOptions(options);
-    expect(r.postgres).toEqual({ kind: 'url', url: 'postgres://u@h/db', schema: 'idem', poolSize: 20 });
+    expect(r.postgres).toEqual({ kind: 'url', url: 'postgres://u@h/db', schema: 'idem', poolSize: 20, preparedStatements: true });
     expect(r.redis).toMatchObject({ connection: { url: 'redis://h:6379' }, keyPrefix: 'app', commandTimeoutMs: 100, failureThreshold: 5, resetAfterMs: 10_000 });
     expect(r.migrationsRun).toBe(false);
     expect(r.http).toMatchObject({

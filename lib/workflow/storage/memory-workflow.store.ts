@@ -211,6 +211,8 @@ export class MemoryWorkflowStore extends WorkflowStore {
     if (!execution || !UNFINISHED.includes(execution.status)) return Promise.resolve(false);
     execution.recoveryAttempts++;
     execution.updatedAt = new Date();
+    // Back to pending, as in Postgres: the run this recovery re-enqueues must not count the same incident again.
+    execution.status = 'pending';
     if (execution.recoveryAttempts <= maxRecoveries) return Promise.resolve(true);
     this.failExhausted(execution, maxRecoveries);
     return Promise.resolve(false);

@@ -27,7 +27,7 @@ describe('idempotencyOptionsFromEnv', () => {
 
   it('maps every variable to its option', () => {
     const options = idempotencyOptionsFromEnv(config({
-      DATABASE_URL: 'postgres://u@h/db', IDEMPOTENCY_SCHEMA: 'idem', IDEMPOTENCY_PG_POOL_SIZE: '20',
+      DATABASE_URL: 'postgres://u@h/db', IDEMPOTENCY_SCHEMA: 'idem', IDEMPOTENCY_PG_POOL_SIZE: '20', IDEMPOTENCY_PG_PREPARED_STATEMENTS: 'false',
       REDIS_URL: 'redis://h:6379', IDEMPOTENCY_REDIS_PREFIX: 'app', IDEMPOTENCY_REDIS_TIMEOUT: '100ms',
       IDEMPOTENCY_REDIS_BREAKER_THRESHOLD: '5', IDEMPOTENCY_REDIS_BREAKER_RESET: '10s', IDEMPOTENCY_MIGRATIONS_RUN: 'false',
       IDEMPOTENCY_HTTP_ENABLED: 'true', IDEMPOTENCY_HEADER: 'X-Request-Key', IDEMPOTENCY_TTL: '12h', IDEMPOTENCY_LOCK_TIMEOUT: '10s',
@@ -40,7 +40,7 @@ describe('idempotencyOptionsFromEnv', () => {
       WORKFLOWS_WORKERS: 'false',
     }));
     const r = resolveOptions(options);
-    expect(r.postgres).toEqual({ kind: 'url', url: 'postgres://u@h/db', schema: 'idem', poolSize: 20 });
+    expect(r.postgres).toEqual({ kind: 'url', url: 'postgres://u@h/db', schema: 'idem', poolSize: 20, preparedStatements: false });
     expect(r.redis).toMatchObject({ connection: { url: 'redis://h:6379' }, keyPrefix: 'app', commandTimeoutMs: 100, failureThreshold: 5, resetAfterMs: 10_000 });
     expect(r.migrationsRun).toBe(false);
     expect(r.http).toMatchObject({

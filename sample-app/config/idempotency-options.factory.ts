@@ -34,7 +34,10 @@ export function idempotencyOptionsFromEnv(config: ConfigService): IdempotencyMod
   };
   const redisUrl = env('REDIS_URL');
   return {
-    postgres: compact({ url: config.getOrThrow<string>('DATABASE_URL'), schema: env('IDEMPOTENCY_SCHEMA'), poolSize: int(env('IDEMPOTENCY_PG_POOL_SIZE')) }),
+    postgres: compact({
+      url: config.getOrThrow<string>('DATABASE_URL'), schema: env('IDEMPOTENCY_SCHEMA'), poolSize: int(env('IDEMPOTENCY_PG_POOL_SIZE')),
+      preparedStatements: bool(env('IDEMPOTENCY_PG_PREPARED_STATEMENTS')),
+    }),
     redis: redisUrl
       ? compact({
           url: redisUrl,

@@ -1,6 +1,8 @@
+import { UnauthorizedException } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { IdempotencyConfigError } from '../../lib';
 import { resolveOptions } from '../../lib/utils/validate-options';
+import { idempotencyScope } from '../auth/principal';
 import { idempotencyOptionsFromEnv } from './idempotency-options.factory';
 
 const config = (env: Record<string, string>) => new ConfigService(env);
@@ -19,7 +21,7 @@ describe('idempotencyOptionsFromEnv', () => {
 
   it('needs only DATABASE_URL: Postgres alone, migrations on, library defaults elsewhere', () => {
     const options = idempotencyOptionsFromEnv(config({ DATABASE_URL: 'postgres://u@h/db' }));
-    expect(options).toEqual({ postgres: { url: 'postgres://u@h/db' }, redis: false, migrationsRun: true, http: {}, workflows: {}, retention: {} });
+    expect(options).toEqual({ postgres: { url: 'postgres://u@h/db' }, redis: false, migrationsRun: true, http: { scope: idempotencyScope }, workflows: {}, retention: {} });
     const resolved = resolveOptions(options);
     expect(resolved.http.ttlMs).toBe(86_400_000);
     expect(resolved.retention.inboxMs).toBeNull();
@@ -32,7 +34,7 @@ describe('idempotencyOptionsFromEnv', () => {
       IDEMPOTENCY_REDIS_BREAKER_THRESHOLD: '5', IDEMPOTENCY_REDIS_BREAKER_RESET: '10s', IDEMPOTENCY_MIGRATIONS_RUN: 'false',
       IDEMPOTENCY_HTTP_ENABLED: 'true', IDEMPOTENCY_HEADER: 'X-Request-Key', IDEMPOTENCY_TTL: '12h', IDEMPOTENCY_LOCK_TIMEOUT: '10s',
       IDEMPOTENCY_REQUIRED: 'true', IDEMPOTENCY_METHODS: 'POST, PUT', IDEMPOTENCY_REPLAY_HEADERS: 'X-Trace', IDEMPOTENCY_IGNORE_BODY_FIELDS: 'meta.sentAt,nonce',
-      IDEMPOTENCY_FAIL_OPEN: 'false', IDEMPOTENCY_WAIT: '5s', IDEMPOTENCY_SCOPE_HEADER: 'X-Tenant',
+      IDEMPOTENCY_FAIL_OPEN: 'false', IDEMPOTENCY_WAIT: '5s',
       RETENTION_DEFAULT: '3d', RETENTION_WORKFLOWS: '14d', RETENTION_QUEUES: 'payments=30d, ephemeral=0', RETENTION_INBOX: '90d',
       RETENTION_CLEANUP_INTERVAL: '15m', RETENTION_BATCH_SIZE: '500',
       WORKFLOWS_QUEUE_PREFIX: '{orders}', WORKFLOWS_CONCURRENCY: '4', WORKFLOWS_WORKFLOW_CONCURRENCY: '40', WORKFLOWS_RECOVERY_INTERVAL: '10s',
@@ -47,7 +49,6 @@ describe('idempotencyOptionsFromEnv', () => {
       enabled: true, header: 'x-request-key', ttlMs: 43_200_000, leaseMs: 10_000, required: true, methods: new Set(['POST', 'PUT']),
       replayHeaders: ['X-Trace'], ignoreBodyFields: ['meta.sentAt', 'nonce'], failOpen: false, waitMs: 5000,
     });
-    expect(r.http.scope?.({ method: 'POST', url: '/', headers: { 'x-tenant': 't-1' } })).toBe('t-1');
     expect(r.workflows).toEqual({
       queuePrefix: '{orders}', concurrency: 4, workflowConcurrency: 40, recoveryIntervalMs: 10_000, maxRecoveryAttempts: 3,
       stalledIntervalMs: 5000, lockDurationMs: 20_000, pollIntervalMs: 2000, workers: false,
@@ -56,6 +57,12 @@ describe('idempotencyOptionsFromEnv', () => {
       releasedMs: 3 * 86_400_000, workflowsMs: 14 * 86_400_000, queuesMs: { payments: 30 * 86_400_000, ephemeral: 0 },
       inboxMs: 90 * 86_400_000, intervalMs: 900_000, batchSize: 500,
     });
+  });
+
+  it('scopes keys by the authenticated client, never by a header the client chooses', () => {
+    const { scope } = resolveOptions(idempotencyOptionsFromEnv(config({ DATABASE_URL: 'postgres://u@h/db' }))).http;
+    expect(scope?.({ method: 'POST', url: '/', headers: {}, user: { clientId: 'c-1' } })).toBe('client:c-1');
+    expect(() => scope?.({ method: 'POST', url: '/', headers: { 'x-tenant': 't-1', 'x-client-id': 'c-1' } })).toThrow(UnauthorizedException);
   });
 
   it('lets the library name a bad variable value at startup', () => {

@@ -79,8 +79,14 @@ export type IdempotentRouteOptions = Omit<HttpIdempotencyOptions, 'enabled' | 'm
 
 /** Durable workflows (`@Workflow()` / `@Step()`); they need Redis. */
 export interface WorkflowModuleOptions {
-  /** BullMQ key prefix of the workflow and step queues; put a `{hash tag}` in it for Redis Cluster. Default `"idem-wf"`. */
+  /**
+   * BullMQ key prefix of the workflow and step queues. Default: `idem-wf-<hash>` of the Postgres database name, the
+   * schema and `app`, so applications sharing one Redis never take each other's jobs. On a Redis Cluster each queue
+   * gets its own hash tag (`{<prefix>:<queue>}`) unless the prefix carries one.
+   */
   queuePrefix?: string;
+  /** This application's name, part of the default `queuePrefix`. Default: `name` of the package.json in the working directory. */
+  app?: string;
   /** Step jobs each instance runs at once, per step queue. Default 10. */
   concurrency?: number;
   /** Workflow functions each instance drives at once (they mostly wait for steps). Default 100. */

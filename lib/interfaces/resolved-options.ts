@@ -23,7 +23,9 @@ export interface ResolvedHttpOptions {
 
 /** Workflow settings after defaults and duration parsing (internal). */
 export interface ResolvedWorkflowOptions {
-  queuePrefix: string;
+  /** Undefined: derived from the database, schema and `app` (see WorkflowQueues). */
+  queuePrefix?: string;
+  app?: string;
   concurrency: number;
   workflowConcurrency: number;
   recoveryIntervalMs: number;

@@ -177,12 +177,17 @@ function resolveHttp(c: Checker, value: unknown): ResolvedHttpOptions {
 function resolveWorkflows(c: Checker, value: unknown): ResolvedWorkflowOptions {
   if (value !== undefined && !isObject(value)) c.fail('workflows', 'expected an object of workflow settings');
   const o = isObject(value) ? value : {};
-  const queuePrefix = o.queuePrefix ?? 'idem-wf';
-  if (typeof queuePrefix !== 'string' || queuePrefix.length === 0 || queuePrefix.includes(' ')) {
+  const queuePrefix = o.queuePrefix;
+  if (queuePrefix !== undefined && (typeof queuePrefix !== 'string' || queuePrefix.length === 0 || queuePrefix.includes(' '))) {
     c.fail('workflows.queuePrefix', `expected a non-empty string without spaces, got ${JSON.stringify(queuePrefix)}`);
   }
+  const app = o.app;
+  if (app !== undefined && (typeof app !== 'string' || app.length === 0)) {
+    c.fail('workflows.app', `expected a non-empty name of this application, got ${JSON.stringify(app)}`);
+  }
   return {
-    queuePrefix: typeof queuePrefix === 'string' ? queuePrefix : 'idem-wf',
+    queuePrefix: typeof queuePrefix === 'string' ? queuePrefix : undefined,
+    app: typeof app === 'string' ? app : undefined,
     concurrency: c.positiveInt('workflows.concurrency', o.concurrency, 10),
     workflowConcurrency: c.positiveInt('workflows.workflowConcurrency', o.workflowConcurrency, 100),
     recoveryIntervalMs: c.duration('workflows.recoveryInterval', o.recoveryInterval, 30_000, { positive: true }),

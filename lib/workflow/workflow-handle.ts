@@ -7,7 +7,7 @@ import type { Duration } from '../utils/duration';
 import { parseDuration } from '../utils/duration';
 import type { WorkflowStore } from './storage/workflow.store';
 import type { WorkflowExecution, WorkflowStatus } from './workflow.interfaces';
-import { workflowJobId, WorkflowQueues } from './workflow-queues';
+import { POSTGRES_FALLBACK_POLLS, workflowJobId, WorkflowQueues } from './workflow-queues';
 
 /** Options of `handle.result()`. */
 export interface ResultOptions {
@@ -45,23 +45,31 @@ export class WorkflowHandle<R = unknown> {
   /**
    * Waits for the execution to finish and returns its result; throws WorkflowFailedError, WorkflowCancelledError or
    * WorkflowTimeoutError for the other final statuses. A completed execution answers at once with its stored result.
+   * The wait is woken by the workflow job's events; between them each poll asks Redis whether the job is still live
+   * and reads Postgres only when it is not, or every POSTGRES_FALLBACK_POLLS polls.
    */
   async result(options: ResultOptions = {}): Promise<R> {
     const timeoutMs = options.timeout === undefined ? undefined : parseDuration(options.timeout);
     if (typeof timeoutMs === 'object') throw new TypeError(`result({ timeout }): ${timeoutMs.error}`);
     const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
-    for (;;) {
-      let wake: (() => void) | undefined;
-      let woken = false;
-      const unsubscribe = this.queues.wait(this.queue, workflowJobId(this.executionId), () => {
-        woken = true;
-        wake?.();
-      });
-      try {
-        const execution = await this.execution();
-        if (FINAL.includes(execution.status)) return this.settle(execution);
+    const jobId = workflowJobId(this.executionId);
+    let wake: (() => void) | undefined;
+    let woken = false;
+    // Subscribed before the first read, so a finish between the read and the wait is not missed.
+    const unsubscribe = this.queues.wait(this.queue, jobId, () => {
+      woken = true;
+      wake?.();
+    });
+    try {
+      let status: WorkflowStatus | undefined;
+      for (let polls = 0, read = true; ; ) {
+        if (read) {
+          const execution = await this.execution();
+          if (FINAL.includes(execution.status)) return this.settle(execution);
+          status = execution.status;
+        }
         const remaining = deadline - Date.now();
-        if (remaining <= 0) throw new WorkflowResultTimeoutError(this.executionId, execution.status, timeoutMs as number);
+        if (remaining <= 0) throw new WorkflowResultTimeoutError(this.executionId, status ?? 'pending', timeoutMs as number);
         if (!woken) {
           await new Promise<void>((resolve) => {
             const timer = setTimeout(resolve, Math.min(this.pollMs, remaining));
@@ -70,10 +78,17 @@ export class WorkflowHandle<R = unknown> {
               resolve();
             };
           });
+          wake = undefined;
         }
-      } finally {
-        unsubscribe();
+        if (woken) {
+          woken = false;
+          read = true;
+        } else {
+          read = ++polls % POSTGRES_FALLBACK_POLLS === 0 || (await this.queues.isLive(this.queue, jobId)) !== true;
+        }
       }
+    } finally {
+      unsubscribe();
     }
   }
 

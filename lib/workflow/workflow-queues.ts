@@ -2,9 +2,24 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ConnectionOptions, Queue, QueueEvents } from 'bullmq';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
+import { IdempotencyConnections } from '../storage/idempotency-connections';
+import { defaultAppName, derivedQueuePrefix, queuePrefixOf } from './queue-prefix';
+import type { StepCheckpoint } from './workflow.interfaces';
 
-/** What a waiter hears about a job: it completed (with its return value), or something happened worth checking. */
-export type JobSignal = { kind: 'completed'; value: unknown } | { kind: 'check' };
+/**
+ * What a waiter hears about a job: its checkpoint, handed over in this process; that it finished (read Postgres:
+ * job events never carry results); or that something happened worth checking (a failed attempt, a removal).
+ */
+export type JobSignal = { kind: 'checkpoint'; checkpoint: StepCheckpoint } | { kind: 'finished' } | { kind: 'check' };
+
+/** Job states in which a job will still run (or is running) without anyone's help. */
+export const LIVE_JOB_STATES: ReadonlySet<string> = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
+
+/**
+ * A waiter reads Postgres when an event says its job finished, when the job is gone from Redis, and otherwise only
+ * on every this-many polls (`workflows.pollInterval`), as a fallback; the polls in between ask Redis about the job.
+ */
+export const POSTGRES_FALLBACK_POLLS = 30;
 
 /** The job id of an execution's workflow run (BullMQ forbids ':' in custom ids). */
 export function workflowJobId(executionId: string): string {
@@ -26,13 +41,30 @@ export class WorkflowQueues {
   private readonly queues = new Map<string, Queue>();
   private readonly events = new Map<string, QueueEvents>();
   private readonly waiters = new Map<string, Set<(signal: JobSignal) => void>>();
+  private basePrefix?: string;
   private closed = false;
 
-  constructor(@Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions) {}
+  constructor(
+    @Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions,
+    private readonly connections: IdempotencyConnections,
+  ) {}
 
-  /** The BullMQ key prefix. */
-  get prefix(): string {
-    return this.options.workflows.queuePrefix;
+  /** Settles the key prefix (the configured one, or one derived from the database, schema and app); call at bootstrap. */
+  async init(): Promise<void> {
+    if (this.basePrefix !== undefined) return;
+    const o = this.options.workflows;
+    let prefix = o.queuePrefix;
+    if (prefix === undefined) {
+      const { rows } = await this.connections.pool.query<{ database: string }>('SELECT current_database() AS database');
+      prefix = derivedQueuePrefix(rows[0].database, this.connections.schema, o.app ?? defaultAppName());
+    }
+    this.basePrefix = prefix;
+  }
+
+  /** The BullMQ key prefix of a queue. */
+  prefixOf(queue: string): string {
+    if (this.basePrefix === undefined) throw new Error('workflow queues are not ready yet: call app.init() (or listen()) before using workflows');
+    return queuePrefixOf(this.basePrefix, queue, false);
   }
 
   /** Connection settings for BullMQ (each Queue, Worker and QueueEvents opens its own connections). */
@@ -51,7 +83,7 @@ export class WorkflowQueues {
   queue(name: string): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
-      queue = new Queue(name, { connection: this.connection(), prefix: this.prefix });
+      queue = new Queue(name, { connection: this.connection(), prefix: this.prefixOf(name) });
       queue.on('error', (err) => this.logger.warn(`queue "${name}": ${err.message}`));
       this.queues.set(name, queue);
     }
@@ -63,15 +95,21 @@ export class WorkflowQueues {
     const started: QueueEvents[] = [];
     for (const name of names) {
       if (this.events.has(name)) continue;
-      const events = new QueueEvents(name, { connection: this.connection(), prefix: this.prefix });
+      const events = new QueueEvents(name, { connection: this.connection(), prefix: this.prefixOf(name) });
       events.on('error', (err) => this.logger.warn(`queue events "${name}": ${err.message}`));
-      events.on('completed', ({ jobId, returnvalue }) => this.notify(name, jobId, { kind: 'completed', value: parse(returnvalue) }));
+      events.on('completed', ({ jobId }) => this.notify(name, jobId, { kind: 'finished' }));
       events.on('failed', ({ jobId }) => this.notify(name, jobId, { kind: 'check' }));
       events.on('removed', ({ jobId }) => this.notify(name, jobId, { kind: 'check' }));
       this.events.set(name, events);
       started.push(events);
     }
     await Promise.all(started.map((e) => e.waitUntilReady()));
+  }
+
+  /** Whether a job is live (will run or is running); undefined when Redis cannot be asked. */
+  async isLive(queue: string, jobId: string): Promise<boolean | undefined> {
+    const state = await this.queue(queue).getJobState(jobId).catch(() => undefined);
+    return state === undefined ? undefined : LIVE_JOB_STATES.has(state);
   }
 
   /** Registers a listener for one job's signals; returns the function that removes it. */
@@ -111,14 +149,5 @@ export class WorkflowQueues {
     this.events.clear();
     this.queues.clear();
     await Promise.all(all.map((c) => c.close().catch(() => undefined)));
-  }
-}
-
-function parse(value: unknown): unknown {
-  if (typeof value !== 'string') return value;
-  try {
-    return JSON.parse(value) as unknown;
-  } catch {
-    return value;
   }
 }

@@ -165,6 +165,54 @@ async function startRedis(name, fixedPort) {
   return { url: `redis://127.0.0.1:${port}`, port, proc };
 }
 
+/**
+ * Starts a Redis Cluster of `masters` redis-server processes (no replicas) on free loopback ports, data under
+ * .data/<name>/cluster, and waits until every node reports cluster_state:ok. Returns { nodes, procs }; stop each
+ * proc with stop() (by PID).
+ */
+async function startRedisCluster(name, masters = 3) {
+  const bin = ensureRedisServer();
+  const cli = which('redis-cli');
+  if (!cli) throw new Error('redis-cli not found: install the "redis-tools" (or "redis-server") package');
+  const dir = path.join(DATA, name, 'cluster');
+  fs.rmSync(dir, { recursive: true, force: true });
+  const procs = [];
+  const nodes = [];
+  try {
+    for (let i = 0; i < masters; i++) {
+      const port = await freePort();
+      const nodeDir = path.join(dir, String(port));
+      fs.mkdirSync(nodeDir, { recursive: true });
+      const proc = spawn(bin, [
+        '--port', String(port), '--bind', '127.0.0.1', '--dir', nodeDir,
+        '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '5000',
+        '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--protected-mode', 'no',
+      ], { stdio: ['ignore', 'ignore', 'ignore'] });
+      procs.push(proc);
+      await waitForPort(port, 15000, proc, 'redis-server (cluster)');
+      nodes.push({ host: '127.0.0.1', port });
+    }
+    const created = spawnSync(cli, ['--cluster', 'create', ...nodes.map((n) => `${n.host}:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], {
+      encoding: 'utf8',
+      timeout: 60000,
+    });
+    if (created.status !== 0) throw new Error(`redis-cli --cluster create failed: ${created.stderr || created.stdout}`);
+    const deadline = Date.now() + 30000;
+    for (const node of nodes) {
+      for (;;) {
+        const info = spawnSync(cli, ['-h', node.host, '-p', String(node.port), 'cluster', 'info'], { encoding: 'utf8', timeout: 5000 });
+        if (/cluster_state:ok/.test(info.stdout || '')) break;
+        if (Date.now() > deadline) throw new Error(`the Redis Cluster on ${node.port} did not reach cluster_state:ok: ${info.stdout}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  } catch (err) {
+    await Promise.all(procs.map((p) => stop(p)));
+    throw err;
+  }
+  return { nodes, procs };
+}
+
 function stop(proc, signal = 'SIGTERM') {
   return new Promise((resolve) => {
     if (!proc || proc.exitCode !== null || proc.signalCode !== null) return resolve();
@@ -214,4 +262,4 @@ async function ensureServices(name, { ephemeral = false } = {}) {
   };
 }
 
-module.exports = { ensureServices, startRedis, startPostgres, stop, freePort, ROOT };
+module.exports = { ensureServices, startRedis, startRedisCluster, startPostgres, stop, freePort, ROOT };

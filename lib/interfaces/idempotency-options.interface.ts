@@ -1,5 +1,5 @@
 import type Redis from 'ioredis';
-import type { RedisOptions } from 'ioredis';
+import type { Cluster, ClusterNode, ClusterOptions, RedisOptions } from 'ioredis';
 import type { DataSource } from 'typeorm';
 import type { RetentionOptions } from '../retention/retention.interfaces';
 import type { Duration } from '../utils/duration';
@@ -26,11 +26,21 @@ export interface RedisCommonOptions {
   breaker?: RedisBreakerOptions;
 }
 
-/** Redis: a URL, ioredis options (`{ host, port, … }` or `{ options }`), or the app's own client. `false` runs on Postgres alone. */
+/** A Redis Cluster: its startup nodes, and ioredis Cluster options (`redisOptions` for every node's connection). */
+export interface RedisClusterOptions {
+  nodes: ClusterNode[];
+  options?: ClusterOptions;
+}
+
+/**
+ * Redis: a URL, ioredis options (`{ host, port, … }` or `{ options }`), a Cluster (`{ cluster: { nodes } }`), or the
+ * app's own client (an ioredis `Redis` or `Cluster`). `false` runs on Postgres alone.
+ */
 export type RedisModuleOptions =
   | false
   | (RedisCommonOptions & { url: string })
-  | (RedisCommonOptions & { client: Redis })
+  | (RedisCommonOptions & { client: Redis | Cluster })
+  | (RedisCommonOptions & { cluster: RedisClusterOptions })
   | (RedisCommonOptions & { options: RedisOptions })
   | (RedisCommonOptions & Omit<RedisOptions, keyof RedisCommonOptions>);
 

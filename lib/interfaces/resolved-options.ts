@@ -1,6 +1,6 @@
 import type { ResolvedRetentionOptions } from '../retention/retention.interfaces';
 import type Redis from 'ioredis';
-import type { RedisOptions } from 'ioredis';
+import type { Cluster, ClusterNode, ClusterOptions, RedisOptions } from 'ioredis';
 import type { DataSource } from 'typeorm';
 import type { IdempotencyRequest } from './idempotency-options.interface';
 
@@ -44,7 +44,7 @@ export interface ResolvedOptions {
   redis:
     | false
     | {
-        connection: { url: string } | { client: Redis } | { options: RedisOptions };
+        connection: { url: string } | { client: Redis | Cluster } | { options: RedisOptions } | { cluster: { nodes: ClusterNode[]; options: ClusterOptions } };
         /** Undefined: derived from the Postgres database and schema, so two stores never share cache entries. */
         keyPrefix?: string;
         commandTimeoutMs: number;

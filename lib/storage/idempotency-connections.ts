@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { createHash } from 'node:crypto';
-import Redis from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
 import { Pool } from 'pg';
 import { DataSource } from 'typeorm';
 import { IDEMPOTENCY_MIGRATIONS, IDEMPOTENCY_MIGRATIONS_TABLE } from '../../migrations';
@@ -17,9 +17,9 @@ import type { ResolvedOptions } from '../interfaces/resolved-options';
 @Injectable()
 export class IdempotencyConnections implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('Idempotency');
-  private opened?: { dataSource: DataSource; pool: Pool; schema: string; redis?: Redis; redisKeyPrefix: string };
+  private opened?: { dataSource: DataSource; pool: Pool; schema: string; redis?: Redis | Cluster; redisKeyPrefix: string };
   private ownedDataSource?: DataSource;
-  private ownedRedis?: Redis;
+  private ownedRedis?: Redis | Cluster;
 
   constructor(
     @Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions,
@@ -46,8 +46,8 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationBootst
     return this.state().redisKeyPrefix;
   }
 
-  /** The Redis client, when Redis is enabled. */
-  get redis(): Redis | undefined {
+  /** The Redis client (a standalone server or a Cluster), when Redis is enabled. */
+  get redis(): Redis | Cluster | undefined {
     return this.state().redis;
   }
 
@@ -59,14 +59,25 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationBootst
     if (owned) this.ownedDataSource = dataSource;
     await IdempotencyConnections.prepareSchema(dataSource.options, schema, options.migrationsRun);
     const pool = (dataSource.driver as unknown as { master: Pool }).master;
-    let redis: Redis | undefined;
+    let redis: Redis | Cluster | undefined;
     if (options.redis) {
       const c = options.redis.connection;
       if ('client' in c) {
         redis = c.client;
       } else {
         const common = { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true, retryStrategy: (n: number) => Math.min(n * 200, 2000) };
-        redis = 'url' in c ? new Redis(c.url, common) : new Redis({ ...c.options, ...common });
+        if ('cluster' in c) {
+          const { nodes, options: clusterOptions } = c.cluster;
+          redis = new Cluster(nodes, {
+            ...clusterOptions,
+            enableOfflineQueue: false,
+            lazyConnect: true,
+            clusterRetryStrategy: common.retryStrategy,
+            redisOptions: { ...clusterOptions.redisOptions, maxRetriesPerRequest: 1 },
+          });
+        } else {
+          redis = 'url' in c ? new Redis(c.url, common) : new Redis({ ...c.options, ...common });
+        }
         redis.on('error', () => undefined); // failures are reported by the circuit breaker
         this.ownedRedis = redis;
       }
@@ -87,7 +98,7 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationBootst
     if (this.ownedDataSource?.isInitialized) await this.ownedDataSource.destroy();
   }
 
-  private state(): { dataSource: DataSource; pool: Pool; schema: string; redis?: Redis; redisKeyPrefix: string } {
+  private state(): { dataSource: DataSource; pool: Pool; schema: string; redis?: Redis | Cluster; redisKeyPrefix: string } {
     if (!this.opened) throw new Error('nestjs-idempotency is not initialized yet: call app.init() (or listen()) before using it');
     return this.opened;
   }

@@ -1,4 +1,5 @@
 import { IdempotencyConfigError } from '../errors/idempotency-config.error';
+import type { ClusterNode, ClusterOptions } from 'ioredis';
 import type { IdempotencyModuleOptions } from '../interfaces/idempotency-options.interface';
 import type { ResolvedRetentionOptions } from '../retention/retention.interfaces';
 import type { ResolvedHttpOptions, ResolvedOptions, ResolvedWorkflowOptions } from '../interfaces/resolved-options';
@@ -107,17 +108,35 @@ const IOREDIS_CONNECTION_KEYS = ['host', 'port', 'path', 'sentinels', 'username'
 /** The module's own Redis settings, kept out of what is passed to ioredis. */
 const MODULE_REDIS_KEYS = ['keyPrefix', 'commandTimeout', 'breaker'];
 
+/** `redis.cluster`: the startup nodes of a Redis Cluster and optional ioredis Cluster options. */
+function resolveCluster(c: Checker, value: unknown): { cluster: { nodes: ClusterNode[]; options: ClusterOptions } } | undefined {
+  const nodes = isObject(value) ? value.nodes : undefined;
+  const validNode = (n: unknown) => (typeof n === 'string' && n.length > 0) || (typeof n === 'number' && n > 0) || (isObject(n) && typeof n.port === 'number');
+  if (!Array.isArray(nodes) || nodes.length === 0 || !nodes.every(validNode)) {
+    c.fail('redis.cluster.nodes', 'expected a non-empty array of startup nodes, e.g. [{ host: "10.0.0.1", port: 6379 }] or ["redis://10.0.0.1:6379"]');
+    return undefined;
+  }
+  const options = (value as Record<string, unknown>).options ?? {};
+  if (!isObject(options)) {
+    c.fail('redis.cluster.options', 'expected ioredis Cluster options (redisOptions, natMap, …)');
+    return undefined;
+  }
+  return { cluster: { nodes: nodes as ClusterNode[], options } };
+}
+
 function resolveRedis(c: Checker, value: unknown): ResolvedOptions['redis'] {
   if (value === false) return false;
   if (!isObject(value)) {
-    c.fail('redis', 'required: give { url: "redis://…" }, ioredis options ({ host, port, … }), { client: yourIoredisClient }, or false to run on Postgres alone');
+    c.fail('redis', 'required: give { url: "redis://…" }, ioredis options ({ host, port, … }), { cluster: { nodes } }, { client: yourIoredisClient }, or false to run on Postgres alone');
     return false;
   }
   let connection: Exclude<ResolvedOptions['redis'], false>['connection'] | undefined;
   if ('client' in value) {
     const client = value.client as { evalsha?: unknown } | undefined;
-    if (!isObject(client) || typeof client.evalsha !== 'function') c.fail('redis.client', 'expected an ioredis client instance');
+    if (!isObject(client) || typeof client.evalsha !== 'function') c.fail('redis.client', 'expected an ioredis client instance (Redis or Cluster)');
     else connection = { client: value.client as never };
+  } else if ('cluster' in value) {
+    connection = resolveCluster(c, value.cluster);
   } else if ('options' in value) {
     if (!isObject(value.options)) c.fail('redis.options', 'expected ioredis options (host, port, …)');
     else connection = { options: value.options };

@@ -1,5 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ConnectionOptions, Queue, QueueEvents } from 'bullmq';
+import { Cluster } from 'ioredis';
+import type { ClusterOptions, Redis } from 'ioredis';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
@@ -42,6 +44,7 @@ export class WorkflowQueues {
   private readonly events = new Map<string, QueueEvents>();
   private readonly waiters = new Map<string, Set<(signal: JobSignal) => void>>();
   private basePrefix?: string;
+  private cluster?: Cluster;
   private closed = false;
 
   constructor(
@@ -61,13 +64,23 @@ export class WorkflowQueues {
     this.basePrefix = prefix;
   }
 
-  /** The BullMQ key prefix of a queue. */
+  /** The BullMQ key prefix of a queue (on a Redis Cluster, with the queue's own hash tag unless the prefix has one). */
   prefixOf(queue: string): string {
     if (this.basePrefix === undefined) throw new Error('workflow queues are not ready yet: call app.init() (or listen()) before using workflows');
-    return queuePrefixOf(this.basePrefix, queue, false);
+    return queuePrefixOf(this.basePrefix, queue, this.isCluster);
   }
 
-  /** Connection settings for BullMQ (each Queue, Worker and QueueEvents opens its own connections). */
+  /** True when Redis is a Cluster (given as `redis.cluster` or as an ioredis Cluster client). */
+  get isCluster(): boolean {
+    const c = this.options.redis ? this.options.redis.connection : undefined;
+    return c !== undefined && ('cluster' in c || ('client' in c && c.client.isCluster));
+  }
+
+  /**
+   * The connection for BullMQ. Standalone: settings, from which each Queue, Worker and QueueEvents opens its own
+   * connections. Cluster: one Cluster client owned here, which BullMQ shares for commands and duplicates for its
+   * blocking reads (a Cluster's settings cannot be passed as plain connection options).
+   */
   connection(): ConnectionOptions {
     const redis = this.options.redis;
     if (!redis) throw new Error('workflows need Redis: set the `redis` option of IdempotencyModule');
@@ -75,8 +88,25 @@ export class WorkflowQueues {
     const common = { maxRetriesPerRequest: null, enableOfflineQueue: true, lazyConnect: false };
     if ('url' in c) return { url: c.url, ...common };
     if ('options' in c) return { ...c.options, ...common };
+    if ('cluster' in c || c.client.isCluster) return (this.cluster ??= this.openCluster());
     // BullMQ refuses ioredis key prefixes; its own `prefix` (queuePrefix) namespaces the keys.
-    return { ...c.client.options, keyPrefix: undefined, ...common };
+    return { ...(c.client as Redis).options, keyPrefix: undefined, ...common };
+  }
+
+  private openCluster(): Cluster {
+    const c = (this.options.redis as Exclude<ResolvedOptions['redis'], false>).connection;
+    const settings = (options: ClusterOptions): ClusterOptions => ({
+      ...options,
+      enableOfflineQueue: true,
+      lazyConnect: false,
+      keyPrefix: undefined,
+      redisOptions: { ...options.redisOptions, keyPrefix: undefined, maxRetriesPerRequest: null },
+    });
+    const cluster = 'cluster' in c
+      ? new Cluster(c.cluster.nodes, settings(c.cluster.options))
+      : (c as { client: Cluster }).client.duplicate(undefined, settings((c as { client: Cluster }).client.options));
+    cluster.on('error', (err: Error) => this.logger.warn(`Redis Cluster (workflows): ${err.message}`));
+    return cluster;
   }
 
   /** The Queue of a name, opened on first use. */
@@ -149,5 +179,8 @@ export class WorkflowQueues {
     this.events.clear();
     this.queues.clear();
     await Promise.all(all.map((c) => c.close().catch(() => undefined)));
+    // Workers have closed before this (beforeApplicationShutdown); nothing shares the Cluster client any more.
+    this.cluster?.disconnect();
+    this.cluster = undefined;
   }
 }

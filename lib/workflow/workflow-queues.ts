@@ -138,8 +138,11 @@ export class WorkflowQueues {
 
   /** Whether a job is live (will run or is running); undefined when Redis cannot be asked. */
   async isLive(queue: string, jobId: string): Promise<boolean | undefined> {
-    const state = await this.queue(queue).getJobState(jobId).catch(() => undefined);
-    return state === undefined ? undefined : LIVE_JOB_STATES.has(state);
+    try {
+      return LIVE_JOB_STATES.has(await this.queue(queue).getJobState(jobId));
+    } catch {
+      return undefined; // Redis unreachable, or no queues in this instance: the caller reads Postgres
+    }
   }
 
   /** Registers a listener for one job's signals; returns the function that removes it. */

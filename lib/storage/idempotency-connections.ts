@@ -1,7 +1,8 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { createHash } from 'node:crypto';
-import Redis, { Cluster } from 'ioredis';
+import Redis from 'ioredis';
+import type { Cluster } from 'ioredis';
 import { Pool } from 'pg';
 import { DataSource } from 'typeorm';
 import { IDEMPOTENCY_MIGRATIONS, IDEMPOTENCY_MIGRATIONS_TABLE } from '../../migrations';
@@ -68,7 +69,9 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationBootst
         const common = { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true, retryStrategy: (n: number) => Math.min(n * 200, 2000) };
         if ('cluster' in c) {
           const { nodes, options: clusterOptions } = c.cluster;
-          redis = new Cluster(nodes, {
+          // eslint-disable-next-line @typescript-eslint/no-require-imports
+          const { Cluster: ClusterClient } = require('ioredis') as typeof import('ioredis');
+          redis = new ClusterClient(nodes, {
             ...clusterOptions,
             enableOfflineQueue: false,
             lazyConnect: true,

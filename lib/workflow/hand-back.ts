@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import { DelayedError, Job } from 'bullmq';
+import type { Job } from 'bullmq';
 
 /**
  * Puts back jobs whose workflow or step this instance does not know (another application on the same queues, or an
@@ -11,7 +11,7 @@ export class JobHandBack {
 
   constructor(private readonly logger: Logger, private readonly delayMs: number) {}
 
-  /** Moves the job (locked by `token`) back to delayed; throws BullMQ's DelayedError, which the processor must let through. */
+  /** Moves the job (locked by `token`) back to delayed; throws the DelayedError BullMQ expects, which the processor must let through. */
   async send(job: Job, token: string | undefined, what: string): Promise<never> {
     if (!this.warned.has(what)) {
       this.warned.add(what);
@@ -19,6 +19,11 @@ export class JobHandBack {
     }
     // Jitter keeps instances that all lack it from taking it back in lockstep.
     await job.moveToDelayed(Date.now() + Math.round(this.delayMs * (0.5 + Math.random())), token);
-    throw new DelayedError();
+    throw new MovedToDelayed();
   }
+}
+
+/** BullMQ leaves a job where the processor moved it when the error is named `DelayedError` (no bullmq import needed). */
+class MovedToDelayed extends Error {
+  override readonly name = 'DelayedError';
 }

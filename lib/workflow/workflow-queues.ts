@@ -1,7 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ConnectionOptions, Queue, QueueEvents } from 'bullmq';
-import { Cluster } from 'ioredis';
-import type { ClusterOptions, Redis } from 'ioredis';
+import type { Cluster, ClusterOptions, Redis } from 'ioredis';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
@@ -102,8 +101,11 @@ export class WorkflowQueues {
       keyPrefix: undefined,
       redisOptions: { ...options.redisOptions, keyPrefix: undefined, maxRetriesPerRequest: null },
     });
+    // Loaded here: ioredis is an optional peer, needed only when Redis is configured.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { Cluster: ClusterClient } = require('ioredis') as typeof import('ioredis');
     const cluster = 'cluster' in c
-      ? new Cluster(c.cluster.nodes, settings(c.cluster.options))
+      ? new ClusterClient(c.cluster.nodes, settings(c.cluster.options))
       : (c as { client: Cluster }).client.duplicate(undefined, settings((c as { client: Cluster }).client.options));
     cluster.on('error', (err: Error) => this.logger.warn(`Redis Cluster (workflows): ${err.message}`));
     return cluster;

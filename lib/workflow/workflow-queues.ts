@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { ConnectionOptions, Queue, QueueEvents } from 'bullmq';
 import type { Cluster, ClusterOptions, Redis } from 'ioredis';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
@@ -48,7 +48,8 @@ export class WorkflowQueues {
 
   constructor(
     @Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions,
-    private readonly connections: IdempotencyConnections,
+    // Optional: a subclass that runs queues in process (the testing module) has no connections and no prefix.
+    @Optional() private readonly connections?: IdempotencyConnections,
   ) {}
 
   /** Settles the key prefix (the configured one, or one derived from the database, schema and app); call at bootstrap. */
@@ -57,6 +58,7 @@ export class WorkflowQueues {
     const o = this.options.workflows;
     let prefix = o.queuePrefix;
     if (prefix === undefined) {
+      if (!this.connections) throw new Error('workflow queues need the Postgres connection to derive their prefix (or workflows.queuePrefix)');
       const { rows } = await this.connections.pool.query<{ database: string }>('SELECT current_database() AS database');
       prefix = derivedQueuePrefix(rows[0].database, this.connections.schema, o.app ?? defaultAppName());
     }

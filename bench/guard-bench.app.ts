@@ -124,7 +124,7 @@ export async function startGuardBenchContext(options: IdempotencyModuleOptions):
   try {
     const connections = app.get(IdempotencyConnections, { strict: false });
     pool = connections.pool;
-    redis = connections.redis;
+    redis = connections.redis as Redis | undefined; // the benchmark runs on a standalone Redis
   } catch {
     // the module's internals changed: the report shows no round-trip counts
   }

@@ -33,7 +33,7 @@ export { KeyDerivationError } from './errors/key-derivation.error';
 export { IDEMPOTENCY_MIGRATIONS, IDEMPOTENCY_MIGRATIONS_TABLE } from '../migrations';
 export type {
   IdempotencyModuleOptions, HttpIdempotencyOptions, IdempotentRouteOptions, PostgresOptions, PostgresCommonOptions, RedisModuleOptions,
-  RedisCommonOptions, RedisBreakerOptions, IdempotencyRequest,
+  RedisCommonOptions, RedisBreakerOptions, RedisClusterOptions, IdempotencyRequest,
 } from './interfaces/idempotency-options.interface';
 export type { Duration } from './utils/duration';
 export { Workflow } from './workflow/workflow.decorator';

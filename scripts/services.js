@@ -165,81 +165,7 @@ async function startRedis(name, fixedPort) {
   return { url: `redis://127.0.0.1:${port}`, port, proc };
 }
 
-function ensurePgBouncer() {
-  let bin = which('pgbouncer') || (fs.existsSync('/usr/sbin/pgbouncer') ? '/usr/sbin/pgbouncer' : null);
-  if (bin) return bin;
-  if (!isRoot) throw new Error('pgbouncer not found: install the "pgbouncer" package (sudo apt-get install -y pgbouncer).');
-  log('pgbouncer not found; installing the pgbouncer package with apt-get');
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
-  execFileSync('apt-get', ['install', '-y', '-qq', 'pgbouncer'], { stdio: 'inherit', env });
-  bin = which('pgbouncer') || (fs.existsSync('/usr/sbin/pgbouncer') ? '/usr/sbin/pgbouncer' : null);
-  if (!bin) throw new Error('apt-get installed pgbouncer but it is not found');
-  return bin;
-}
-
-/**
- * Starts PgBouncer in transaction pooling in front of the Postgres at `postgresUrl` (trust auth, loopback only,
- * a free port, config and log under .data/<name>/pgbouncer). Returns the URL to connect through it.
- */
-async function startPgBouncer(name, postgresUrl, { poolSize = 20 } = {}) {
-  const bin = ensurePgBouncer();
-  const target = new URL(postgresUrl);
-  const port = await freePort();
-  const dir = path.join(DATA, name, 'pgbouncer');
-  fs.mkdirSync(dir, { recursive: true });
-  const user = decodeURIComponent(target.username || 'postgres');
-  fs.writeFileSync(path.join(dir, 'userlist.txt'), `"${user}" ""\n`);
-  fs.writeFileSync(path.join(dir, 'pgbouncer.ini'), [
-    '[databases]',
-    `* = host=${target.hostname} port=${target.port || 5432}`,
-    '[pgbouncer]',
-    'listen_addr = 127.0.0.1',
-    `listen_port = ${port}`,
-    'unix_socket_dir =',
-    'auth_type = trust',
-    `auth_file = ${path.join(dir, 'userlist.txt')}`,
-    'pool_mode = transaction',
-    'max_client_conn = 1000',
-    `default_pool_size = ${poolSize}`,
-    'ignore_startup_parameters = extra_float_digits,options,application_name',
-    `logfile = ${path.join(dir, 'pgbouncer.log')}`,
-    `pidfile = ${path.join(dir, 'pgbouncer.pid')}`,
-    '',
-  ].join('\n'));
-  // pgbouncer refuses to run as root: run it as the postgres user, which must own its folder.
-  if (isRoot) {
-    ensureTraversable(dir);
-    execFileSync('chown', ['-R', 'postgres', dir]);
-  }
-  const { cmd, args } = asPgUser(bin, [path.join(dir, 'pgbouncer.ini')]);
-  const proc = spawn(cmd, args, { stdio: ['ignore', 'ignore', fs.openSync(path.join(dir, 'stderr.log'), 'a')] });
-  await waitForPort(port, 15000, proc, 'pgbouncer');
-  target.hostname = '127.0.0.1';
-  target.port = String(port);
-  return { url: target.toString(), port, proc, pidFile: path.join(dir, 'pgbouncer.pid') };
-}
-
-/** Stops a PgBouncer started by startPgBouncer (by the PID in its pid file: runuser does not forward signals) and removes its folder. */
-async function stopPgBouncer(bouncer) {
-  if (!bouncer) return;
-  let pid;
-  try {
-    pid = Number(fs.readFileSync(bouncer.pidFile, 'utf8').trim());
-  } catch {
-    pid = undefined;
-  }
-  if (pid && Number.isInteger(pid) && pid > 0) {
-    try {
-      process.kill(pid, 'SIGINT'); // shut down at once, closing client and server connections
-    } catch {
-      // already gone
-    }
-  }
-  await stop(bouncer.proc, 'SIGINT');
-  const dir = path.dirname(bouncer.pidFile);
-  fs.rmSync(dir, { recursive: true, force: true });
-  if (fs.readdirSync(path.dirname(dir)).length === 0) fs.rmdirSync(path.dirname(dir));
+module.exports = { ensureServices, startRedis, startRedisCluster, startPostgres, startPgBouncer, stopPgBouncer, stop, freePort, ROOT };
 }
 
 function stop(proc, signal = 'SIGTERM') {
@@ -291,4 +217,4 @@ async function ensureServices(name, { ephemeral = false } = {}) {
   };
 }
 
-module.exports = { ensureServices, startRedis, startPostgres, startPgBouncer, stopPgBouncer, stop, freePort, ROOT };
+module.exports = { ensureServices, startRedis, startRedisCluster, startPostgres, startPgBouncer, stopPgBouncer, stop, freePort, ROOT };

@@ -1,5 +1,5 @@
 import type Redis from 'ioredis';
-import type { RedisOptions } from 'ioredis';
+import type { Cluster, ClusterNode, ClusterOptions, RedisOptions } from 'ioredis';
 import type { DataSource } from 'typeorm';
 import type { RetentionOptions } from '../retention/retention.interfaces';
 import type { Duration } from '../utils/duration';
@@ -37,11 +37,21 @@ export interface RedisCommonOptions {
   breaker?: RedisBreakerOptions;
 }
 
-/** Redis: a URL, ioredis options (`{ host, port, … }` or `{ options }`), or the app's own client. `false` runs on Postgres alone. */
+/** A Redis Cluster: its startup nodes, and ioredis Cluster options (`redisOptions` for every node's connection). */
+export interface RedisClusterOptions {
+  nodes: ClusterNode[];
+  options?: ClusterOptions;
+}
+
+/**
+ * Redis: a URL, ioredis options (`{ host, port, … }` or `{ options }`), a Cluster (`{ cluster: { nodes } }`), or the
+ * app's own client (an ioredis `Redis` or `Cluster`). `false` runs on Postgres alone.
+ */
 export type RedisModuleOptions =
   | false
   | (RedisCommonOptions & { url: string })
-  | (RedisCommonOptions & { client: Redis })
+  | (RedisCommonOptions & { client: Redis | Cluster })
+  | (RedisCommonOptions & { cluster: RedisClusterOptions })
   | (RedisCommonOptions & { options: RedisOptions })
   | (RedisCommonOptions & Omit<RedisOptions, keyof RedisCommonOptions>);
 
@@ -103,8 +113,14 @@ export type IdempotentRouteOptions = Omit<HttpIdempotencyOptions, 'enabled' | 'g
 
 /** Durable workflows (`@Workflow()` / `@Step()`); they need Redis. */
 export interface WorkflowModuleOptions {
-  /** BullMQ key prefix of the workflow and step queues; put a `{hash tag}` in it for Redis Cluster. Default `"idem-wf"`. */
+  /**
+   * BullMQ key prefix of the workflow and step queues. Default: `idem-wf-<hash>` of the Postgres database name, the
+   * schema and `app`, so applications sharing one Redis never take each other's jobs. On a Redis Cluster each queue
+   * gets its own hash tag (`{<prefix>:<queue>}`) unless the prefix carries one.
+   */
   queuePrefix?: string;
+  /** This application's name, part of the default `queuePrefix`. Default: `name` of the package.json in the working directory. */
+  app?: string;
   /** Step jobs each instance runs at once, per step queue. Default 10. */
   concurrency?: number;
   /** Workflow functions each instance drives at once (they mostly wait for steps). Default 100. */

@@ -1,6 +1,6 @@
 import type { ResolvedRetentionOptions } from '../retention/retention.interfaces';
 import type Redis from 'ioredis';
-import type { RedisOptions } from 'ioredis';
+import type { Cluster, ClusterNode, ClusterOptions, RedisOptions } from 'ioredis';
 import type { DataSource } from 'typeorm';
 import type { IdempotencyRequest } from './idempotency-options.interface';
 
@@ -28,7 +28,9 @@ export interface ResolvedHttpOptions {
 
 /** Workflow settings after defaults and duration parsing (internal). */
 export interface ResolvedWorkflowOptions {
-  queuePrefix: string;
+  /** Undefined: derived from the database, schema and `app` (see WorkflowQueues). */
+  queuePrefix?: string;
+  app?: string;
   concurrency: number;
   workflowConcurrency: number;
   recoveryIntervalMs: number;
@@ -49,7 +51,7 @@ export interface ResolvedOptions {
   redis:
     | false
     | {
-        connection: { url: string } | { client: Redis } | { options: RedisOptions };
+        connection: { url: string } | { client: Redis | Cluster } | { options: RedisOptions } | { cluster: { nodes: ClusterNode[]; options: ClusterOptions } };
         /** Undefined: derived from the Postgres database and schema, so two stores never share cache entries. */
         keyPrefix?: string;
         commandTimeoutMs: number;

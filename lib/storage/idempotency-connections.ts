@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { createHash } from 'node:crypto';
-import type Redis from 'ioredis';
+import type { Cluster, default as Redis } from 'ioredis';
 import type { Pool } from 'pg';
 import type { DataSource } from 'typeorm';
 import { IdempotencyConfigError } from '../errors/idempotency-config.error';
@@ -18,9 +18,9 @@ import { pendingMigrations, runMigrations, withMigrationConnection } from './pos
 @Injectable()
 export class IdempotencyConnections implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('Idempotency');
-  private opened?: { dataSource: DataSource; pool: Pool; schema: string; redis?: Redis; redisKeyPrefix: string };
+  private opened?: { dataSource: DataSource; pool: Pool; schema: string; redis?: Redis | Cluster; redisKeyPrefix: string };
   private ownedDataSource?: DataSource;
-  private ownedRedis?: Redis;
+  private ownedRedis?: Redis | Cluster;
 
   constructor(
     @Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions,
@@ -52,8 +52,8 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationBootst
     return this.state().redisKeyPrefix;
   }
 
-  /** The Redis client, when Redis is enabled. */
-  get redis(): Redis | undefined {
+  /** The Redis client (a standalone server or a Cluster), when Redis is enabled. */
+  get redis(): Redis | Cluster | undefined {
     return this.state().redis;
   }
 
@@ -65,15 +65,26 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationBootst
     if (owned) this.ownedDataSource = dataSource;
     await IdempotencyConnections.prepareSchema(dataSource.options, schema, options.migrationsRun);
     const pool = (dataSource.driver as unknown as { master: Pool }).master;
-    let redis: Redis | undefined;
+    let redis: Redis | Cluster | undefined;
     if (options.redis) {
       const c = options.redis.connection;
       if ('client' in c) {
         redis = c.client;
       } else {
         const common = { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true, retryStrategy: (n: number) => Math.min(n * 200, 2000) };
-        const { default: Redis } = loadPeer('ioredis', 'redis');
-        redis = 'url' in c ? new Redis(c.url, common) : new Redis({ ...c.options, ...common });
+        const { default: RedisClient, Cluster: ClusterClient } = loadPeer('ioredis', 'redis');
+        if ('cluster' in c) {
+          const { nodes, options: clusterOptions } = c.cluster;
+          redis = new ClusterClient(nodes, {
+            ...clusterOptions,
+            enableOfflineQueue: false,
+            lazyConnect: true,
+            clusterRetryStrategy: common.retryStrategy,
+            redisOptions: { ...clusterOptions.redisOptions, maxRetriesPerRequest: 1 },
+          });
+        } else {
+          redis = 'url' in c ? new RedisClient(c.url, common) : new RedisClient({ ...c.options, ...common });
+        }
         redis.on('error', () => undefined); // failures are reported by the circuit breaker
         this.ownedRedis = redis;
       }
@@ -94,7 +105,7 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationBootst
     if (this.ownedDataSource?.isInitialized) await this.ownedDataSource.destroy();
   }
 
-  private state(): { dataSource: DataSource; pool: Pool; schema: string; redis?: Redis; redisKeyPrefix: string } {
+  private state(): { dataSource: DataSource; pool: Pool; schema: string; redis?: Redis | Cluster; redisKeyPrefix: string } {
     if (!this.opened) throw new Error('nestjs-idempotency is not initialized yet: call app.init() (or listen()) before using it');
     return this.opened;
   }

@@ -3,7 +3,7 @@ import type { ConnectionOptions, Queue } from 'bullmq';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { StepBackoff } from '../workflow/workflow.interfaces';
-import { WorkflowQueues } from '../workflow/workflow-queues';
+import { JobSignal, WorkflowQueues } from '../workflow/workflow-queues';
 
 /** A job of an inline queue: what the step worker and the executor read of a BullMQ job. */
 export interface InlineJob {
@@ -85,7 +85,7 @@ class InlineQueue {
   constructor(
     private readonly name: string,
     private readonly process: (job: InlineJob) => Promise<unknown>,
-    private readonly signal: (jobId: string, signal: { kind: 'completed'; value: unknown } | { kind: 'check' }) => void,
+    private readonly signal: (jobId: string, signal: JobSignal) => void,
   ) {}
 
   get isIdle(): boolean {
@@ -123,9 +123,9 @@ class InlineQueue {
     while (!entry.removed && !this.stop.signal.aborted) {
       entry.state = 'active';
       try {
-        const value = await this.process(job);
+        await this.process(job);
         this.drop(entry);
-        this.signal(job.id, { kind: 'completed', value });
+        this.signal(job.id, { kind: 'finished' });
         return;
       } catch (err) {
         job.attemptsMade++;

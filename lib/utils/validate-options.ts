@@ -1,4 +1,5 @@
 import { IdempotencyConfigError } from '../errors/idempotency-config.error';
+import type { ClusterNode, ClusterOptions } from 'ioredis';
 import type { IdempotencyModuleOptions } from '../interfaces/idempotency-options.interface';
 import type { ResolvedRetentionOptions } from '../retention/retention.interfaces';
 import type { ResolvedHttpOptions, ResolvedOptions, ResolvedWorkflowOptions } from '../interfaces/resolved-options';
@@ -142,10 +143,26 @@ const IOREDIS_CONNECTION_KEYS = ['host', 'port', 'path', 'sentinels', 'username'
 /** The module's own Redis settings, kept out of what is passed to ioredis. */
 const MODULE_REDIS_KEYS = ['keyPrefix', 'commandTimeout', 'breaker'];
 
+/** `redis.cluster`: the startup nodes of a Redis Cluster and optional ioredis Cluster options. */
+function resolveCluster(c: Checker, value: unknown): { cluster: { nodes: ClusterNode[]; options: ClusterOptions } } | undefined {
+  const nodes = isObject(value) ? value.nodes : undefined;
+  const validNode = (n: unknown) => (typeof n === 'string' && n.length > 0) || (typeof n === 'number' && n > 0) || (isObject(n) && typeof n.port === 'number');
+  if (!Array.isArray(nodes) || nodes.length === 0 || !nodes.every(validNode)) {
+    c.fail('redis.cluster.nodes', 'expected a non-empty array of startup nodes, e.g. [{ host: "10.0.0.1", port: 6379 }] or ["redis://10.0.0.1:6379"]');
+    return undefined;
+  }
+  const options = (value as Record<string, unknown>).options ?? {};
+  if (!isObject(options)) {
+    c.fail('redis.cluster.options', 'expected ioredis Cluster options (redisOptions, natMap, …)');
+    return undefined;
+  }
+  return { cluster: { nodes: nodes as ClusterNode[], options } };
+}
+
 function resolveRedis(c: Checker, given: unknown): ResolvedOptions['redis'] {
   if (given === false) return false;
   if (!isObject(given)) {
-    c.fail('redis', 'required: give { url: "redis://…" }, ioredis options ({ host, port, … }), { client: yourIoredisClient }, or false to run on Postgres alone');
+    c.fail('redis', 'required: give { url: "redis://…" }, ioredis options ({ host, port, … }), { cluster: { nodes } }, { client: yourIoredisClient }, or false to run on Postgres alone');
     return false;
   }
   // Plain ioredis options ({ host, port, … }) are all read below and passed on: only the other forms are checked for typos.
@@ -153,8 +170,10 @@ function resolveRedis(c: Checker, given: unknown): ResolvedOptions['redis'] {
   let connection: Exclude<ResolvedOptions['redis'], false>['connection'] | undefined;
   if ('client' in value) {
     const client = value.client as { evalsha?: unknown } | undefined;
-    if (!isObject(client) || typeof client.evalsha !== 'function') c.fail('redis.client', 'expected an ioredis client instance');
+    if (!isObject(client) || typeof client.evalsha !== 'function') c.fail('redis.client', 'expected an ioredis client instance (Redis or Cluster)');
     else connection = { client: value.client as never };
+  } else if ('cluster' in value) {
+    connection = resolveCluster(c, value.cluster);
   } else if ('options' in value) {
     if (!isObject(value.options)) c.fail('redis.options', 'expected ioredis options (host, port, …)');
     else connection = { options: value.options };
@@ -223,12 +242,17 @@ function resolveHttp(c: Checker, value: unknown): ResolvedHttpOptions {
 function resolveWorkflows(c: Checker, value: unknown): ResolvedWorkflowOptions {
   if (value !== undefined && !isObject(value)) c.fail('workflows', 'expected an object of workflow settings');
   const o = c.track('workflows', isObject(value) ? value : {});
-  const queuePrefix = o.queuePrefix ?? 'idem-wf';
-  if (typeof queuePrefix !== 'string' || queuePrefix.length === 0 || queuePrefix.includes(' ')) {
+  const queuePrefix = o.queuePrefix;
+  if (queuePrefix !== undefined && (typeof queuePrefix !== 'string' || queuePrefix.length === 0 || queuePrefix.includes(' '))) {
     c.fail('workflows.queuePrefix', `expected a non-empty string without spaces, got ${JSON.stringify(queuePrefix)}`);
   }
+  const app = o.app;
+  if (app !== undefined && (typeof app !== 'string' || app.length === 0)) {
+    c.fail('workflows.app', `expected a non-empty name of this application, got ${JSON.stringify(app)}`);
+  }
   return {
-    queuePrefix: typeof queuePrefix === 'string' ? queuePrefix : 'idem-wf',
+    queuePrefix: typeof queuePrefix === 'string' ? queuePrefix : undefined,
+    app: typeof app === 'string' ? app : undefined,
     concurrency: c.positiveInt('workflows.concurrency', o.concurrency, 10),
     workflowConcurrency: c.positiveInt('workflows.workflowConcurrency', o.workflowConcurrency, 100),
     recoveryIntervalMs: c.duration('workflows.recoveryInterval', o.recoveryInterval, 30_000, { positive: true }),

@@ -1,4 +1,4 @@
-import type { StepCheckpoint, WorkflowStatus } from './workflow.interfaces';
+import type { WorkflowStatus } from './workflow.interfaces';
 
 /** @internal The data of a step job. */
 export interface StepJobData {
@@ -14,17 +14,9 @@ export interface StepJobData {
   argsHash?: string;
 }
 
-/** @internal What a step job returns: the checkpoint (written or adopted), or why the step did not run. */
-export type StepJobResult = { kind: 'checkpoint'; checkpoint: StepCheckpoint } | { kind: 'stopped'; status: WorkflowStatus | null };
-
-/** @internal Type guard for a value received from a job event. */
-export function isStepJobResult(value: unknown): value is StepJobResult {
-  if (typeof value !== 'object' || value === null) return false;
-  const kind = (value as { kind?: unknown }).kind;
-  return kind === 'checkpoint' || kind === 'stopped';
-}
-
-/** @internal Checkpoints received as JSON carry their date as a string. */
-export function reviveCheckpoint(checkpoint: StepCheckpoint): StepCheckpoint {
-  return checkpoint.completedAt instanceof Date ? checkpoint : { ...checkpoint, completedAt: new Date(checkpoint.completedAt) };
-}
+/**
+ * @internal What a step job returns to BullMQ. BullMQ copies it into the queue's events stream, which outlives
+ * retention, so it is a marker and never the step's result: the outcome is read from Postgres (or handed over in
+ * process, see `JobSignal`). New fields must stay free of user data.
+ */
+export type StepJobResult = { kind: 'checkpointed'; position: number } | { kind: 'stopped'; status: WorkflowStatus | null };

@@ -4,6 +4,7 @@ import { StepTimeoutError } from '../errors/step-timeout.error';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { loadPeer } from '../utils/optional-peer';
+import { JobHandBack } from './hand-back';
 import { runStorage } from './run-context';
 import { serializeError } from './serialize-error';
 import { stepStorage } from './step-context';
@@ -23,6 +24,7 @@ import { LongTimer, setLongTimeout } from '../utils/long-timer';
 export class StepWorker {
   private readonly logger = new Logger('Workflows');
   private readonly workers: Worker[] = [];
+  private readonly handBack: JobHandBack;
   private readonly inFlight = new Set<string>();
 
   constructor(
@@ -30,16 +32,18 @@ export class StepWorker {
     private readonly registry: WorkflowRegistry,
     private readonly store: WorkflowStore,
     private readonly queues: WorkflowQueues,
-  ) {}
+  ) {
+    this.handBack = new JobHandBack(this.logger, options.workflows.pollIntervalMs);
+  }
 
   /** Starts one BullMQ Worker per step queue. */
   start(): void {
     const o = this.options.workflows;
     const { Worker } = loadPeer('bullmq', 'workflows (@Workflow() classes)');
     for (const name of this.registry.stepQueues()) {
-      const worker = new Worker<StepJobData, StepJobResult>(name, (job) => this.process(name, job), {
+      const worker = new Worker<StepJobData, StepJobResult>(name, (job, token) => this.process(name, job, token), {
         connection: this.queues.connection(),
-        prefix: this.queues.prefix,
+        prefix: this.queues.prefixOf(name),
         concurrency: o.concurrency,
         lockDuration: o.lockDurationMs,
         stalledInterval: o.stalledIntervalMs,
@@ -65,29 +69,29 @@ export class StepWorker {
   }
 
   /** @internal Runs one step job (called by the BullMQ worker, or in-process by the testing module's inline queues). */
-  async process(queue: string, job: Pick<Job<StepJobData, StepJobResult>, 'id' | 'data' | 'attemptsMade'>): Promise<StepJobResult> {
+  async process(queue: string, job: Pick<Job<StepJobData, StepJobResult>, 'id' | 'data' | 'attemptsMade'>, token?: string): Promise<StepJobResult> {
     const data = job.data;
     const step = this.registry.find(data.owner)?.steps.get(data.step);
     const instance = this.registry.find(data.owner)?.instance;
-    if (!step || !instance) throw new Error(`step "${data.step}" of workflow "${data.owner}" is not registered in this instance`);
+    if (!step || !instance) return this.handBack.send(job as Job, token, `step "${data.step}" of workflow "${data.owner}"`);
     const jobId = job.id ?? stepJobId(data.executionId, data.position);
     const key = `${queue}\u0000${jobId}`;
     this.inFlight.add(key);
     try {
       const state = await this.store.stepState(data.executionId, data.position);
-      let result: StepJobResult;
-      if (state.checkpoint) {
-        result = { kind: 'checkpoint', checkpoint: state.checkpoint };
-      } else if (state.status !== 'running' && state.status !== 'pending') {
-        result = { kind: 'stopped', status: state.status };
-      } else {
+      let checkpoint = state.checkpoint;
+      if (!checkpoint) {
+        if (state.status !== 'running' && state.status !== 'pending') {
+          this.queues.notify(queue, jobId, { kind: 'finished' });
+          return { kind: 'stopped', status: state.status };
+        }
         const attempt = job.attemptsMade + 1;
         const outcome = await this.attempt(step, instance, data, attempt);
-        const { checkpoint } = await this.store.checkpoint(data.executionId, data.position, step.name, outcome, attempt, data.argsHash ?? null);
-        result = { kind: 'checkpoint', checkpoint };
+        ({ checkpoint } = await this.store.checkpoint(data.executionId, data.position, step.name, outcome, attempt, data.argsHash ?? null));
       }
-      this.queues.notify(queue, jobId, { kind: 'completed', value: result });
-      return result;
+      // The outcome goes to a waiter in this process directly; BullMQ only learns that it is in Postgres.
+      this.queues.notify(queue, jobId, { kind: 'checkpoint', checkpoint });
+      return { kind: 'checkpointed', position: data.position };
     } finally {
       this.inFlight.delete(key);
     }
@@ -115,8 +119,10 @@ export class StepWorker {
       return { status: 'completed', result: stored };
     } catch (err) {
       const last = attempt >= step.attempts || (err instanceof Error && err.name === 'UnrecoverableError');
-      if (!last) throw err;
-      return { status: 'failed', error: serializeError(err) };
+      if (last) return { status: 'failed', error: serializeError(err) };
+      // BullMQ keeps a failed attempt's reason in its events stream, beyond retention: give it no user data.
+      this.logger.warn(`step "${step.name}" (#${data.position}) of execution ${data.executionId}, attempt ${attempt}: ${(err as Error)?.message ?? String(err)}`);
+      throw new Error(`attempt ${attempt} of step "${step.name}" failed (${(err as Error)?.name ?? 'Error'}); it will be retried`);
     }
   }
 

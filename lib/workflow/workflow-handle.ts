@@ -8,7 +8,7 @@ import type { Duration } from '../utils/duration';
 import { parseDuration } from '../utils/duration';
 import type { WorkflowStore } from './storage/workflow.store';
 import type { WorkflowExecution, WorkflowStatus } from './workflow.interfaces';
-import { workflowJobId, WorkflowQueues } from './workflow-queues';
+import { POSTGRES_FALLBACK_POLLS, workflowJobId, WorkflowQueues } from './workflow-queues';
 import { sleep } from '../utils/long-timer';
 
 /** Options of `handle.result()`. */
@@ -51,15 +51,18 @@ export class WorkflowHandle<R = unknown> {
    * WorkflowTimeoutError for the other final statuses. A completed execution answers at once with its stored result.
    * A call that began before the execution finished always gets its outcome, even under retention "0": the call is
    * registered in Postgres while it waits, and the execution is removed only once every waiter has read it.
+   * The wait is woken by the workflow job's events; between them each poll asks Redis whether the job is still live
+   * and reads Postgres only when it is not, or every POSTGRES_FALLBACK_POLLS polls.
    */
   async result(options: ResultOptions = {}): Promise<R> {
     const timeoutMs = options.timeout === undefined ? undefined : parseDuration(options.timeout);
     if (typeof timeoutMs === 'object') throw new TypeError(`result({ timeout }): ${timeoutMs.error}`);
     const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
+    const jobId = workflowJobId(this.executionId);
     let woken = false;
     let wake: (() => void) | undefined;
     // Listen before registering, so a finish between the two is not missed.
-    const unsubscribe = this.queues.wait(this.queue, workflowJobId(this.executionId), () => {
+    const unsubscribe = this.queues.wait(this.queue, jobId, () => {
       woken = true;
       wake?.();
     });
@@ -69,7 +72,7 @@ export class WorkflowHandle<R = unknown> {
       if (!watched) throw this.notFound();
       watching = watched.watching;
       let execution = watched.execution;
-      for (;;) {
+      for (let polls = 0; ; ) {
         if (FINAL.includes(execution.status)) return this.settle(execution);
         const remaining = deadline - Date.now();
         if (remaining <= 0) throw new WorkflowResultTimeoutError(this.executionId, execution.status, timeoutMs as number);
@@ -79,8 +82,11 @@ export class WorkflowHandle<R = unknown> {
           await pause.done;
           wake = undefined;
         }
+        // Postgres is read when an event woke us, when the job is no longer live in Redis, and every
+        // POSTGRES_FALLBACK_POLLS polls; the polls in between only ask Redis.
+        const read = woken || ++polls % POSTGRES_FALLBACK_POLLS === 0 || (await this.queues.isLive(this.queue, jobId)) !== true;
         woken = false;
-        execution = await this.execution();
+        if (read) execution = await this.execution();
       }
     } finally {
       unsubscribe();

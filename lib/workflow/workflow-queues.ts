@@ -1,11 +1,27 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { ConnectionOptions, Queue, QueueEvents } from 'bullmq';
+import type { Cluster, ClusterOptions, Redis } from 'ioredis';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { loadPeer } from '../utils/optional-peer';
+import { IdempotencyConnections } from '../storage/idempotency-connections';
+import { defaultAppName, derivedQueuePrefix, queuePrefixOf } from './queue-prefix';
+import type { StepCheckpoint } from './workflow.interfaces';
 
-/** What a waiter hears about a job: it completed (with its return value), or something happened worth checking. */
-export type JobSignal = { kind: 'completed'; value: unknown } | { kind: 'check' };
+/**
+ * What a waiter hears about a job: its checkpoint, handed over in this process; that it finished (read Postgres:
+ * job events never carry results); or that something happened worth checking (a failed attempt, a removal).
+ */
+export type JobSignal = { kind: 'checkpoint'; checkpoint: StepCheckpoint } | { kind: 'finished' } | { kind: 'check' };
+
+/** Job states in which a job will still run (or is running) without anyone's help. */
+export const LIVE_JOB_STATES: ReadonlySet<string> = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
+
+/**
+ * A waiter reads Postgres when an event says its job finished, when the job is gone from Redis, and otherwise only
+ * on every this-many polls (`workflows.pollInterval`), as a fallback; the polls in between ask Redis about the job.
+ */
+export const POSTGRES_FALLBACK_POLLS = 30;
 
 /** The job id of an execution's workflow run (BullMQ forbids ':' in custom ids). */
 export function workflowJobId(executionId: string): string {
@@ -27,16 +43,46 @@ export class WorkflowQueues {
   private readonly queues = new Map<string, Queue>();
   private readonly events = new Map<string, QueueEvents>();
   private readonly waiters = new Map<string, Set<(signal: JobSignal) => void>>();
+  private basePrefix?: string;
+  private cluster?: Cluster;
   private closed = false;
 
-  constructor(@Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions) {}
+  constructor(
+    @Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions,
+    // Optional: a subclass that runs queues in process (the testing module) has no connections and no prefix.
+    @Optional() private readonly connections?: IdempotencyConnections,
+  ) {}
 
-  /** The BullMQ key prefix. */
-  get prefix(): string {
-    return this.options.workflows.queuePrefix;
+  /** Settles the key prefix (the configured one, or one derived from the database, schema and app); call at bootstrap. */
+  async init(): Promise<void> {
+    if (this.basePrefix !== undefined) return;
+    const o = this.options.workflows;
+    let prefix = o.queuePrefix;
+    if (prefix === undefined) {
+      if (!this.connections) throw new Error('workflow queues need the Postgres connection to derive their prefix (or workflows.queuePrefix)');
+      const { rows } = await this.connections.pool.query<{ database: string }>('SELECT current_database() AS database');
+      prefix = derivedQueuePrefix(rows[0].database, this.connections.schema, o.app ?? defaultAppName());
+    }
+    this.basePrefix = prefix;
   }
 
-  /** Connection settings for BullMQ (each Queue, Worker and QueueEvents opens its own connections). */
+  /** The BullMQ key prefix of a queue (on a Redis Cluster, with the queue's own hash tag unless the prefix has one). */
+  prefixOf(queue: string): string {
+    if (this.basePrefix === undefined) throw new Error('workflow queues are not ready yet: call app.init() (or listen()) before using workflows');
+    return queuePrefixOf(this.basePrefix, queue, this.isCluster);
+  }
+
+  /** True when Redis is a Cluster (given as `redis.cluster` or as an ioredis Cluster client). */
+  get isCluster(): boolean {
+    const c = this.options.redis ? this.options.redis.connection : undefined;
+    return c !== undefined && ('cluster' in c || ('client' in c && c.client.isCluster));
+  }
+
+  /**
+   * The connection for BullMQ. Standalone: settings, from which each Queue, Worker and QueueEvents opens its own
+   * connections. Cluster: one Cluster client owned here, which BullMQ shares for commands and duplicates for its
+   * blocking reads (a Cluster's settings cannot be passed as plain connection options).
+   */
   connection(): ConnectionOptions {
     const redis = this.options.redis;
     if (!redis) throw new Error('workflows need Redis: set the `redis` option of IdempotencyModule');
@@ -44,8 +90,26 @@ export class WorkflowQueues {
     const common = { maxRetriesPerRequest: null, enableOfflineQueue: true, lazyConnect: false };
     if ('url' in c) return { url: c.url, ...common };
     if ('options' in c) return { ...c.options, ...common };
+    if ('cluster' in c || c.client.isCluster) return (this.cluster ??= this.openCluster());
     // BullMQ refuses ioredis key prefixes; its own `prefix` (queuePrefix) namespaces the keys.
-    return { ...c.client.options, keyPrefix: undefined, ...common };
+    return { ...(c.client as Redis).options, keyPrefix: undefined, ...common };
+  }
+
+  private openCluster(): Cluster {
+    const c = (this.options.redis as Exclude<ResolvedOptions['redis'], false>).connection;
+    const settings = (options: ClusterOptions): ClusterOptions => ({
+      ...options,
+      enableOfflineQueue: true,
+      lazyConnect: false,
+      keyPrefix: undefined,
+      redisOptions: { ...options.redisOptions, keyPrefix: undefined, maxRetriesPerRequest: null },
+    });
+    const { Cluster: ClusterClient } = loadPeer('ioredis', 'redis');
+    const cluster = 'cluster' in c
+      ? new ClusterClient(c.cluster.nodes, settings(c.cluster.options))
+      : (c as { client: Cluster }).client.duplicate(undefined, settings((c as { client: Cluster }).client.options));
+    cluster.on('error', (err: Error) => this.logger.warn(`Redis Cluster (workflows): ${err.message}`));
+    return cluster;
   }
 
   /** The Queue of a name, opened on first use. */
@@ -53,7 +117,7 @@ export class WorkflowQueues {
     let queue = this.queues.get(name);
     if (!queue) {
       const { Queue } = loadPeer('bullmq', 'workflows (@Workflow() classes)');
-      queue = new Queue(name, { connection: this.connection(), prefix: this.prefix });
+      queue = new Queue(name, { connection: this.connection(), prefix: this.prefixOf(name) });
       queue.on('error', (err) => this.logger.warn(`queue "${name}": ${err.message}`));
       this.queues.set(name, queue);
     }
@@ -66,15 +130,24 @@ export class WorkflowQueues {
     for (const name of names) {
       if (this.events.has(name)) continue;
       const { QueueEvents } = loadPeer('bullmq', 'workflows (@Workflow() classes)');
-      const events = new QueueEvents(name, { connection: this.connection(), prefix: this.prefix });
+      const events = new QueueEvents(name, { connection: this.connection(), prefix: this.prefixOf(name) });
       events.on('error', (err) => this.logger.warn(`queue events "${name}": ${err.message}`));
-      events.on('completed', ({ jobId, returnvalue }) => this.notify(name, jobId, { kind: 'completed', value: parse(returnvalue) }));
+      events.on('completed', ({ jobId }) => this.notify(name, jobId, { kind: 'finished' }));
       events.on('failed', ({ jobId }) => this.notify(name, jobId, { kind: 'check' }));
       events.on('removed', ({ jobId }) => this.notify(name, jobId, { kind: 'check' }));
       this.events.set(name, events);
       started.push(events);
     }
     await Promise.all(started.map((e) => e.waitUntilReady()));
+  }
+
+  /** Whether a job is live (will run or is running); undefined when Redis cannot be asked. */
+  async isLive(queue: string, jobId: string): Promise<boolean | undefined> {
+    try {
+      return LIVE_JOB_STATES.has(await this.queue(queue).getJobState(jobId));
+    } catch {
+      return undefined; // Redis unreachable, or no queues in this instance: the caller reads Postgres
+    }
   }
 
   /** Registers a listener for one job's signals; returns the function that removes it. */
@@ -114,14 +187,8 @@ export class WorkflowQueues {
     this.events.clear();
     this.queues.clear();
     await Promise.all(all.map((c) => c.close().catch(() => undefined)));
-  }
-}
-
-function parse(value: unknown): unknown {
-  if (typeof value !== 'string') return value;
-  try {
-    return JSON.parse(value) as unknown;
-  } catch {
-    return value;
+    // Workers have closed before this (beforeApplicationShutdown); nothing shares the Cluster client any more.
+    this.cluster?.disconnect();
+    this.cluster = undefined;
   }
 }

@@ -4,6 +4,7 @@ import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { loadPeer } from '../utils/optional-peer';
 import { drainAndClose } from './step-worker';
+import { JobHandBack } from './hand-back';
 import { WorkflowExecutor } from './workflow.executor';
 import { WorkflowRegistry } from './workflow.registry';
 import { WorkflowQueues } from './workflow-queues';
@@ -21,6 +22,7 @@ export interface WorkflowJobData {
 export class WorkflowWorker {
   private readonly logger = new Logger('Workflows');
   private readonly workers: Worker[] = [];
+  private readonly handBack: JobHandBack;
   private running = 0;
 
   constructor(
@@ -28,7 +30,9 @@ export class WorkflowWorker {
     private readonly registry: WorkflowRegistry,
     private readonly queues: WorkflowQueues,
     private readonly executor: WorkflowExecutor,
-  ) {}
+  ) {
+    this.handBack = new JobHandBack(this.logger, options.workflows.pollIntervalMs);
+  }
 
   /** Starts one BullMQ Worker per workflow queue. */
   start(): void {
@@ -37,7 +41,7 @@ export class WorkflowWorker {
     for (const name of this.registry.workflowQueues()) {
       const worker = new Worker<WorkflowJobData, string>(name, (job, token) => this.process(job, token), {
         connection: this.queues.connection(),
-        prefix: this.queues.prefix,
+        prefix: this.queues.prefixOf(name),
         concurrency: o.workflowConcurrency,
         lockDuration: o.lockDurationMs,
         stalledInterval: o.stalledIntervalMs,
@@ -56,6 +60,8 @@ export class WorkflowWorker {
   }
 
   private async process(job: Job<WorkflowJobData, string>, token?: string): Promise<string> {
+    // The job's name is its workflow's: one this instance does not know goes back, untouched, for one that does.
+    if (!this.registry.find(job.name)) return this.handBack.send(job, token, `workflow "${job.name}"`);
     this.running++;
     try {
       const outcome = await this.executor.execute(job.data.executionId);

@@ -12,20 +12,17 @@ import { RunJournal } from './run-journal';
 import { stepArgsHash } from './step-args-hash';
 import { serializeError } from './serialize-error';
 import { stepStorage } from './step-context';
-import { isStepJobResult, reviveCheckpoint, StepJobData } from './step-job';
+import { StepJobData } from './step-job';
 import { StepWorker } from './step-worker';
 import { RecordedStep, RunEnd, WorkflowStore } from './storage/workflow.store';
 import type { StepCheckpoint } from './workflow.interfaces';
 import { RegisteredStep, WorkflowRegistry } from './workflow.registry';
-import { JobSignal, stepJobId, workflowJobId, WorkflowQueues } from './workflow-queues';
+import { JobSignal, LIVE_JOB_STATES, POSTGRES_FALLBACK_POLLS, stepJobId, workflowJobId, WorkflowQueues } from './workflow-queues';
 import { RegisteredWorkflowRetention } from './workflow-retention';
 import { LongTimer, setLongTimeout } from '../utils/long-timer';
 
 /** How an execution's run ended in this process. */
 export type RunOutcome = 'finished' | 'released';
-
-/** States in which a job will still run (or is running) without our help. */
-const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
 
 /**
  * Runs and replays workflow functions. Each step call gets the next position from the run's journal; a stored
@@ -204,6 +201,12 @@ export class WorkflowExecutor {
     return checkpoint.result;
   }
 
+  /**
+   * Adds the step job and waits for its checkpoint. Events wake the wait: the checkpoint itself from a step worker in
+   * this process, "finished" from another (then Postgres is read once). Between events, each poll asks Redis whether
+   * the job is still live; Postgres is read only when it is not (or Redis cannot tell) and every
+   * POSTGRES_FALLBACK_POLLS polls, so a waiting step costs Postgres nothing while its job runs.
+   */
   private async awaitStep(run: RunContext, step: RegisteredStep, position: number, args: unknown[], argsHash: string): Promise<StepCheckpoint> {
     const { execution } = run;
     const jobId = stepJobId(execution.executionId, position);
@@ -221,7 +224,8 @@ export class WorkflowExecutor {
     let signal: JobSignal | undefined;
     let wake: (() => void) | undefined;
     const unsubscribe = this.queues.wait(step.queue, jobId, (s) => {
-      signal = s;
+      // A checkpoint is never overwritten by a later, vaguer signal.
+      if (signal?.kind !== 'checkpoint') signal = s;
       wake?.();
     });
     const onAbort = () => wake?.();
@@ -229,6 +233,7 @@ export class WorkflowExecutor {
     try {
       let added = await this.addStepJob(queue, step, jobId, data);
       let readds = 0;
+      let polls = 0;
       for (;;) {
         if (!signal && !run.stopped) {
           await new Promise<void>((resolve) => {
@@ -243,8 +248,10 @@ export class WorkflowExecutor {
         if (run.stopped) throw run.stopped;
         const heard = signal;
         signal = undefined;
-        if (heard?.kind === 'completed' && isStepJobResult(heard.value)) {
-          if (heard.value.kind === 'checkpoint') return reviveCheckpoint(heard.value.checkpoint);
+        if (heard?.kind === 'checkpoint') return heard.checkpoint;
+        const fallback = heard === undefined && ++polls % POSTGRES_FALLBACK_POLLS === 0;
+        if (added && heard?.kind !== 'finished' && !fallback) {
+          if (this.steps.isRunningHere(step.queue, jobId) || (await this.queues.isLive(step.queue, jobId))) continue;
         }
         // Postgres decides whether the step ran; the job only tells whether someone is still on it.
         const state = await this.store.stepState(execution.executionId, position);

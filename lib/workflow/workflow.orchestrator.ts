@@ -27,6 +27,7 @@ export class WorkflowOrchestrator implements OnApplicationBootstrap, BeforeAppli
 
   async onApplicationBootstrap(): Promise<void> {
     if (this.registry.isEmpty) return;
+    await this.queues.init();
     await this.queues.listen([...this.registry.stepQueues(), ...this.registry.workflowQueues()]);
     if (!this.options.workflows.workers) return;
     this.stepWorker.start();

@@ -16,8 +16,15 @@ export interface StartedPostgres {
   name: string;
 }
 
+/** A Redis Cluster started by a test: its startup nodes and one process per master. */
+export interface StartedRedisCluster {
+  nodes: { host: string; port: number }[];
+  procs: ChildProcess[];
+}
+
 interface ServicesModule {
   startRedis(name: string, fixedPort?: number): Promise<StartedRedis>;
+  startRedisCluster(name: string, masters?: number): Promise<StartedRedisCluster>;
   startPostgres(name: string): Promise<{ url: string; proc: ChildProcess }>;
   stop(proc: ChildProcess | undefined, signal?: NodeJS.Signals): Promise<void>;
   ROOT: string;
@@ -34,6 +41,17 @@ export function startRedis(name: string, port?: number): Promise<StartedRedis> {
 /** Stops a redis-server this test started; SIGKILL simulates a crash. */
 export function stopRedis(redis: StartedRedis | undefined, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
   return services.stop(redis?.proc, signal);
+}
+
+/** Starts a 3-master Redis Cluster on 127.0.0.1 (data under .data/<name>/cluster). */
+export function startRedisCluster(name: string): Promise<StartedRedisCluster> {
+  return services.startRedisCluster(name, 3);
+}
+
+/** Stops every node of a Redis Cluster this test started (by PID) and removes its data. */
+export async function stopRedisCluster(cluster: StartedRedisCluster | undefined, name: string): Promise<void> {
+  await Promise.all((cluster?.procs ?? []).map((proc) => services.stop(proc, 'SIGKILL')));
+  removeServiceData(name);
 }
 
 /** Starts a dedicated Postgres on 127.0.0.1 with its own data directory under .data/<name>. */

@@ -13,9 +13,9 @@ export interface Child {
   exited: Promise<number | null>;
 }
 
-/** Spawns the fixture with the scenario's settings; stop it with `kill` (by its handle, never by name). */
-export function spawnWorker(s: Scenario, env: Record<string, string> = {}): Child {
-  const proc = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', FIXTURE], {
+/** Spawns the fixture (worker-process.ts unless another is named) with the scenario's settings; stop it with `kill` (by its handle, never by name). */
+export function spawnWorker(s: Scenario, env: Record<string, string> = {}, fixture = FIXTURE): Child {
+  const proc = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', fixture], {
     cwd: join(__dirname, '..', '..'),
     env: { ...process.env, DATABASE_URL: s.databaseUrl, REDIS_URL: s.redisUrl, WF_SCHEMA: s.schema, WF_PREFIX: s.prefix, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

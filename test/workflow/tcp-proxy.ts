@@ -1,11 +1,14 @@
 import net from 'node:net';
 
-/** A TCP forwarder on 127.0.0.1 whose target can change, so a restarted server keeps the address clients use. */
+/**
+ * A TCP forwarder on 127.0.0.1 whose target can change, so a restarted server keeps the address clients use.
+ * `tap`, when given, is called once per connection and returns a listener that sees every chunk the client sends.
+ */
 export class TcpProxy {
   private server?: net.Server;
   private readonly sockets = new Set<net.Socket>();
 
-  constructor(private targetPort: number) {}
+  constructor(private targetPort: number, private readonly tap?: () => (chunk: Buffer) => void) {}
 
   /** Starts listening on a free port; returns it. */
   async listen(): Promise<number> {
@@ -16,6 +19,7 @@ export class TcpProxy {
         socket.on('close', () => this.sockets.delete(socket));
         socket.on('error', () => undefined);
       }
+      if (this.tap) client.on('data', this.tap());
       client.pipe(upstream).pipe(client);
       client.on('close', () => upstream.destroy());
       upstream.on('close', () => client.destroy());

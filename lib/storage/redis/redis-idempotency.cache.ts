@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type Redis from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { CompletedRecord } from '../../core/idempotency-record';
 import { CacheLookup, IdempotencyCache } from '../idempotency.cache';
 import { CircuitBreaker } from './circuit-breaker';
@@ -45,7 +45,7 @@ export class RedisIdempotencyCache extends IdempotencyCache {
   private readonly rememberScript = script(REMEMBER);
 
   constructor(
-    private readonly connection: { readonly redis?: Redis; readonly redisKeyPrefix: string },
+    private readonly connection: { readonly redis?: Redis | Cluster; readonly redisKeyPrefix: string },
     private readonly breaker: CircuitBreaker,
   ) {
     super();
@@ -78,7 +78,7 @@ export class RedisIdempotencyCache extends IdempotencyCache {
     await this.breaker.run(() => this.redis.pexpire(this.keys(scope, key)[1], leaseMs), 0);
   }
 
-  private get redis(): Redis {
+  private get redis(): Redis | Cluster {
     const redis = this.connection.redis;
     if (!redis) throw new Error('Redis is not connected');
     return redis;

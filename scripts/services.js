@@ -165,7 +165,178 @@ async function startRedis(name, fixedPort) {
   return { url: `redis://127.0.0.1:${port}`, port, proc };
 }
 
-module.exports = { ensureServices, startRedis, startRedisCluster, startPostgres, startPgBouncer, stopPgBouncer, stop, freePort, ROOT };
+/**
+ * Starts a Redis Cluster of `masters` redis-server processes (no replicas) on free loopback ports, data under
+ * .data/<name>/cluster, and waits until every node reports cluster_state:ok. Returns { nodes, procs }; stop each
+ * proc with stop() (by PID).
+ */
+async function startRedisCluster(name, masters = 3) {
+  const bin = ensureRedisServer();
+  const cli = which('redis-cli');
+  if (!cli) throw new Error('redis-cli not found: install the "redis-tools" (or "redis-server") package');
+  const dir = path.join(DATA, name, 'cluster');
+  fs.rmSync(dir, { recursive: true, force: true });
+  const procs = [];
+  const nodes = [];
+  try {
+    for (let i = 0; i < masters; i++) {
+      const port = await freePort();
+      const nodeDir = path.join(dir, String(port));
+      fs.mkdirSync(nodeDir, { recursive: true });
+      const proc = spawn(bin, [
+        '--port', String(port), '--bind', '127.0.0.1', '--dir', nodeDir,
+        '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '5000',
+        '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--protected-mode', 'no',
+      ], { stdio: ['ignore', 'ignore', 'ignore'] });
+      procs.push(proc);
+      await waitForPort(port, 15000, proc, 'redis-server (cluster)');
+      nodes.push({ host: '127.0.0.1', port });
+    }
+    const created = spawnSync(cli, ['--cluster', 'create', ...nodes.map((n) => `${n.host}:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], {
+      encoding: 'utf8',
+      timeout: 60000,
+    });
+    if (created.status !== 0) throw new Error(`redis-cli --cluster create failed: ${created.stderr || created.stdout}`);
+    const deadline = Date.now() + 30000;
+    for (const node of nodes) {
+      for (;;) {
+        const info = spawnSync(cli, ['-h', node.host, '-p', String(node.port), 'cluster', 'info'], { encoding: 'utf8', timeout: 5000 });
+        if (/cluster_state:ok/.test(info.stdout || '')) break;
+        if (Date.now() > deadline) throw new Error(`the Redis Cluster on ${node.port} did not reach cluster_state:ok: ${info.stdout}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  } catch (err) {
+    await Promise.all(procs.map((p) => stop(p)));
+    throw err;
+  }
+  return { nodes, procs };
+}
+
+function stop(proc, signal = 'SIGTERM') {
+  return new Promise((resolve) => {
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return resolve();
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 10000);
+    proc.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    proc.kill(signal);
+  });
+}
+
+/**
+ * Ensures DATABASE_URL and REDIS_URL: uses the environment's when set, else starts local servers.
+ * Returns { env, stop } where stop() ends only what was started here.
+ */
+async function ensureServices(name, { ephemeral = false } = {}) {
+  const started = [];
+  const env = {};
+  try {
+    if (process.env.DATABASE_URL) {
+      env.DATABASE_URL = process.env.DATABASE_URL;
+    } else {
+      const pg = await startPostgres(name);
+      started.push(pg.proc);
+      env.DATABASE_URL = pg.url;
+      log(`postgres on ${pg.url}`);
+    }
+    if (process.env.REDIS_URL) {
+      env.REDIS_URL = process.env.REDIS_URL;
+    } else {
+      const redis = await startRedis(name);
+      started.push(redis.proc);
+      env.REDIS_URL = redis.url;
+      log(`redis on ${redis.url}`);
+    }
+  } catch (err) {
+    await Promise.all(started.map((p) => stop(p)));
+    throw err;
+  }
+  return {
+    env,
+    stop: async () => {
+      await Promise.all(started.map((p) => stop(p)));
+      if (ephemeral && started.length > 0) fs.rmSync(path.join(DATA, name), { recursive: true, force: true });
+    },
+  };
+}
+
+function ensurePgBouncer() {
+  let bin = which('pgbouncer') || (fs.existsSync('/usr/sbin/pgbouncer') ? '/usr/sbin/pgbouncer' : null);
+  if (bin) return bin;
+  if (!isRoot) throw new Error('pgbouncer not found: install the "pgbouncer" package (sudo apt-get install -y pgbouncer).');
+  log('pgbouncer not found; installing the pgbouncer package with apt-get');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
+  execFileSync('apt-get', ['install', '-y', '-qq', 'pgbouncer'], { stdio: 'inherit', env });
+  bin = which('pgbouncer') || (fs.existsSync('/usr/sbin/pgbouncer') ? '/usr/sbin/pgbouncer' : null);
+  if (!bin) throw new Error('apt-get installed pgbouncer but it is not found');
+  return bin;
+}
+
+/**
+ * Starts PgBouncer in transaction pooling in front of the Postgres at `postgresUrl` (trust auth, loopback only,
+ * a free port, config and log under .data/<name>/pgbouncer). Returns the URL to connect through it.
+ */
+async function startPgBouncer(name, postgresUrl, { poolSize = 20 } = {}) {
+  const bin = ensurePgBouncer();
+  const target = new URL(postgresUrl);
+  const port = await freePort();
+  const dir = path.join(DATA, name, 'pgbouncer');
+  fs.mkdirSync(dir, { recursive: true });
+  const user = decodeURIComponent(target.username || 'postgres');
+  fs.writeFileSync(path.join(dir, 'userlist.txt'), `"${user}" ""\n`);
+  fs.writeFileSync(path.join(dir, 'pgbouncer.ini'), [
+    '[databases]',
+    `* = host=${target.hostname} port=${target.port || 5432}`,
+    '[pgbouncer]',
+    'listen_addr = 127.0.0.1',
+    `listen_port = ${port}`,
+    'unix_socket_dir =',
+    'auth_type = trust',
+    `auth_file = ${path.join(dir, 'userlist.txt')}`,
+    'pool_mode = transaction',
+    'max_client_conn = 1000',
+    `default_pool_size = ${poolSize}`,
+    'ignore_startup_parameters = extra_float_digits,options,application_name',
+    `logfile = ${path.join(dir, 'pgbouncer.log')}`,
+    `pidfile = ${path.join(dir, 'pgbouncer.pid')}`,
+    '',
+  ].join('\n'));
+  // pgbouncer refuses to run as root: run it as the postgres user, which must own its folder.
+  if (isRoot) {
+    ensureTraversable(dir);
+    execFileSync('chown', ['-R', 'postgres', dir]);
+  }
+  const { cmd, args } = asPgUser(bin, [path.join(dir, 'pgbouncer.ini')]);
+  const proc = spawn(cmd, args, { stdio: ['ignore', 'ignore', fs.openSync(path.join(dir, 'stderr.log'), 'a')] });
+  await waitForPort(port, 15000, proc, 'pgbouncer');
+  target.hostname = '127.0.0.1';
+  target.port = String(port);
+  return { url: target.toString(), port, proc, pidFile: path.join(dir, 'pgbouncer.pid') };
+}
+
+/** Stops a PgBouncer started by startPgBouncer (by the PID in its pid file: runuser does not forward signals) and removes its folder. */
+async function stopPgBouncer(bouncer) {
+  if (!bouncer) return;
+  let pid;
+  try {
+    pid = Number(fs.readFileSync(bouncer.pidFile, 'utf8').trim());
+  } catch {
+    pid = undefined;
+  }
+  if (pid && Number.isInteger(pid) && pid > 0) {
+    try {
+      process.kill(pid, 'SIGINT'); // shut down at once, closing client and server connections
+    } catch {
+      // already gone
+    }
+  }
+  await stop(bouncer.proc, 'SIGINT');
+  const dir = path.dirname(bouncer.pidFile);
+  fs.rmSync(dir, { recursive: true, force: true });
+  if (fs.readdirSync(path.dirname(dir)).length === 0) fs.rmdirSync(path.dirname(dir));
 }
 
 function stop(proc, signal = 'SIGTERM') {

@@ -227,6 +227,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       this.logger.error(`could not store the response for key "${claim.key}", answering 503 instead: ${messageOf(err)}`);
       const problem = new IdempotencyProblemException(
         'store-unavailable', 'the outcome of this request could not be recorded; retry with the same key later', { 'Retry-After': '1' },
+        this.options.http.problemTypeBase,
       );
       const headers: Record<string, string> = { ...problem.headers, 'Content-Type': PROBLEM_CONTENT_TYPE };
       return { status: problem.getStatus(), headers, body: Buffer.from(JSON.stringify(problem.getResponse())) };

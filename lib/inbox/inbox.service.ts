@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 import { quoteIdent } from '../storage/postgres/idempotency.sql';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
+import { checkInboxIdentifiers } from './inbox-identifiers';
 
 /** What happened to one message. */
 export type InboxOutcome<T> = { status: 'processed'; result: T } | { status: 'duplicate' };
@@ -28,7 +28,7 @@ export class InboxService {
 
   /** Runs `handler` in a transaction unless `messageId` was already processed by `consumer`. */
   async process<T>(messageId: string, consumer: string, handler: (manager: EntityManager) => Promise<T>): Promise<InboxOutcome<T>> {
-    checkIdentifiers([messageId], consumer);
+    checkInboxIdentifiers([messageId], consumer);
     return this.connections.dataSource.transaction(async (manager) => {
       const inserted = await manager.query<unknown[]>(
         `INSERT INTO ${this.table()} (consumer, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING 1`,
@@ -50,7 +50,7 @@ export class InboxService {
     idOf: (message: M) => string = (message) => (message as { id: string }).id,
   ): Promise<InboxBatchOutcome<M, T>> {
     const ids = messages.map(idOf);
-    checkIdentifiers(ids, consumer);
+    checkInboxIdentifiers(ids, consumer);
     return this.connections.dataSource.transaction(async (manager) => {
       // Row locks are taken in array order: every batch takes them in one canonical order, so two batches
       // sharing ids queue behind each other instead of each holding what the other needs (40P01).
@@ -80,15 +80,4 @@ export class InboxService {
 /** The distinct ids in one fixed order (UTF-16 code units, independent of any collation). */
 function canonicalOrder(ids: readonly string[]): string[] {
   return [...new Set(ids)].sort();
-}
-
-function checkIdentifiers(ids: readonly string[], consumer: string): void {
-  if (typeof consumer !== 'string' || consumer.length === 0) {
-    throw new IdempotencyConfigError(['inbox consumer: expected a non-empty name, e.g. "payment-webhooks"']);
-  }
-  for (const id of ids) {
-    if (typeof id !== 'string' || id.length === 0) {
-      throw new IdempotencyConfigError([`inbox message id: expected a non-empty string, got ${JSON.stringify(id)}`]);
-    }
-  }
 }

@@ -30,7 +30,10 @@ export interface RedisBreakerOptions {
 
 /** Settings shared by every form of the `redis` option. */
 export interface RedisCommonOptions {
-  /** Prefix of every Redis key the module writes. Default `"idem"`. */
+  /**
+   * Prefix of every Redis key the module writes. Default: derived from the Postgres server, database and schema, so
+   * two stores sharing one Redis stay apart.
+   */
   keyPrefix?: string;
   /** A Redis call slower than this counts as a failure and is answered from Postgres. Default `"250ms"`. */
   commandTimeout?: Duration;
@@ -65,7 +68,7 @@ export interface IdempotencyRequest {
   [extra: string]: unknown;
 }
 
-/** HTTP settings; every field can be overridden per route with `@Idempotent()`. */
+/** HTTP settings; those in {@link IdempotentRouteOptions} can be overridden per route with `@Idempotent()`. */
 export interface HttpIdempotencyOptions {
   /** Turn the interceptor off: it lets every request through. Default true. */
   enabled?: boolean;

@@ -18,6 +18,14 @@ export interface IdempotencyTestingOptions {
 }
 
 const KNOWN_KEYS = ['http', 'workflows', 'retention'];
+/** Settings of the module that mean nothing in process: given here, they would be silently ignored. */
+const NOT_IN_PROCESS: Record<'workflows' | 'retention', { keeps: readonly string[]; drops: readonly string[] }> = {
+  workflows: {
+    keeps: ['maxRecoveryAttempts', 'pollInterval', 'lockDuration'],
+    drops: ['queuePrefix', 'concurrency', 'workflowConcurrency', 'recoveryInterval', 'stalledInterval', 'workers'],
+  },
+  retention: { keeps: [], drops: ['cleanupInterval', 'batchSize'] },
+};
 
 /** A placeholder the validation needs; nothing ever connects to it. */
 const NO_POSTGRES = 'postgres://in-memory/idempotency-testing';
@@ -30,6 +38,16 @@ export function resolveTestingOptions(options: IdempotencyTestingOptions = {}): 
       `${key}: not an option of IdempotencyTestingModule.forRoot(), which takes ${KNOWN_KEYS.join(', ')} (it has no Postgres or Redis to configure)`
     )));
   }
+  const ignored: string[] = [];
+  for (const [section, { keeps, drops }] of Object.entries(NOT_IN_PROCESS)) {
+    const given = options[section as keyof typeof NOT_IN_PROCESS];
+    if (typeof given !== 'object' || given === null) continue;
+    for (const key of Object.keys(given).filter((k) => drops.includes(k))) {
+      ignored.push(`${section}.${key}: means nothing in IdempotencyTestingModule (no BullMQ, no background cleanup)` +
+        (keeps.length > 0 ? `; its ${section} options are ${keeps.join(', ')}` : '; call RetentionService.cleanup() in the test instead'));
+    }
+  }
+  if (ignored.length > 0) throw new IdempotencyConfigError(ignored);
   const resolved = resolveOptions({
     postgres: { url: NO_POSTGRES },
     redis: false,

@@ -1,6 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { InboxBatchOutcome, InboxOutcome, InboxService } from '../inbox/inbox.service';
 import { IdempotencyError } from '../errors/idempotency.error';
+import { checkInboxIdentifiers } from '../inbox/inbox-identifiers';
 
 /** An inbox handler used its EntityManager under IdempotencyTestingModule, which has no database. */
 export class NoDatabaseInTestModeError extends IdempotencyError {
@@ -43,7 +44,9 @@ export class MemoryInboxService implements Pick<InboxService, 'process' | 'proce
     handler: (manager: EntityManager, fresh: M[]) => Promise<T>,
     idOf: (message: M) => string = (message) => (message as { id: string }).id,
   ): Promise<InboxBatchOutcome<M, T>> {
-    const keys = messages.map((m) => `${consumer.length}:${consumer}|${idOf(m)}`);
+    const ids = messages.map(idOf);
+    checkInboxIdentifiers(ids, consumer);
+    const keys = ids.map((id) => `${consumer.length}:${consumer}|${id}`);
     const unique = [...new Set(keys)];
     // Wait for deliveries of the same ids in progress, as the row locks of a transaction would.
     for (let busy = this.busyWith(unique); busy.length > 0; busy = this.busyWith(unique)) {

@@ -7,7 +7,7 @@ import request from 'supertest';
 import { DEFAULT_PROBLEM_TYPE_BASE, IDEMPOTENCY_PROBLEMS, IdempotencyModuleOptions } from '../../lib';
 import { startConfiguredApp } from '../support/configured-app';
 import { expectProblem } from '../support/http-harness';
-import { ADAPTERS } from '../support/test-app';
+import { ADAPTERS, sql } from '../support/test-app';
 
 @Controller()
 class OrdersController {
@@ -52,6 +52,26 @@ describe('problem type URIs', () => {
         await s.close();
       }
     });
+  });
+});
+
+// The 503 sent in place of a success whose outcome could not be recorded is built apart from the other
+// problems (at the wire, after the handler ran): it must point at the configured base too.
+describe.each(ADAPTERS)('the 503 for an outcome that could not be stored (%s)', (adapter) => {
+  it('has its type under http.problemTypeBase', async () => {
+    const base = 'https://docs.example.com/problems/';
+    const s = await startConfiguredApp({ adapter, controllers: [OrdersController], options: { http: { problemTypeBase: base } } });
+    try {
+      // A real Postgres refusal of the completion write (not an outage, so it is not retried): answered 503 at once.
+      await sql(`CREATE FUNCTION "${s.schema}".refuse_completion() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'completion refused by the test'; END $$`);
+      await sql(`CREATE TRIGGER refuse_completion BEFORE UPDATE ON "${s.schema}".idempotency_records
+        FOR EACH ROW WHEN (NEW.status = 'completed') EXECUTE FUNCTION "${s.schema}".refuse_completion()`);
+      const res = await request(s.url).post('/orders').set('Idempotency-Key', `unrecorded-${adapter}`).send({ a: 1 });
+      expect(expectProblem(res, 503)).toMatchObject({ type: `${base}store-unavailable`, code: 'store-unavailable' });
+    } finally {
+      await s.close();
+    }
   });
 });
 

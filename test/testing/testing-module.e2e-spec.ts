@@ -105,6 +105,9 @@ describe('IdempotencyTestingModule', () => {
   it('rejects options it cannot honour, naming them, and validates the rest like IdempotencyModule', async () => {
     await expect(boot({ redis: { url: 'redis://x' } } as unknown as IdempotencyTestingOptions)).rejects.toThrow(/redis: not an option of IdempotencyTestingModule/);
     await expect(boot({ http: { ttl: 'soon' } })).rejects.toBeInstanceOf(IdempotencyConfigError);
+    // Module options that would be silently ignored in process are refused too, naming what is taken instead.
+    await expect(boot({ retention: { cleanupInterval: '1m' } } as IdempotencyTestingOptions)).rejects.toThrow(/retention\.cleanupInterval: means nothing/);
+    await expect(boot({ workflows: { queuePrefix: 'x' } } as IdempotencyTestingOptions)).rejects.toThrow(/workflows\.queuePrefix: .*maxRecoveryAttempts/);
   });
 
   it('each testing module has its own state', async () => {

@@ -19,6 +19,8 @@ import { IdempotencyStore } from './storage/idempotency.store';
 import { PostgresIdempotencyStore } from './storage/postgres/postgres-idempotency.store';
 import { CircuitBreaker } from './storage/redis/circuit-breaker';
 import { RedisIdempotencyCache } from './storage/redis/redis-idempotency.cache';
+import { IdempotencyTransactions } from './transaction/idempotency-transactions';
+import { PostgresTransactions } from './transaction/postgres-transactions';
 import { resolveOptions } from './utils/validate-options';
 import { workflowProviders } from './workflow/workflow.providers';
 
@@ -50,6 +52,11 @@ export const idempotencyProviders: Provider[] = [
       return new RedisIdempotencyCache(connections, breaker);
     },
     inject: [RESOLVED_IDEMPOTENCY_OPTIONS, IdempotencyConnections],
+  },
+  {
+    provide: IdempotencyTransactions,
+    useFactory: (connections: IdempotencyConnections) => new PostgresTransactions(connections),
+    inject: [IdempotencyConnections],
   },
   IdempotencyService,
   IdempotencyMetadataAccessor,

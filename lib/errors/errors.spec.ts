@@ -19,6 +19,8 @@ const SAMPLES: Record<string, () => Error[]> = {
   ResultNotStoredError: () => [new api.ResultNotStoredError('k')],
   KeyDerivationError: () => [new api.KeyDerivationError('A.b', 'why')],
   NotInStepError: () => [new api.NotInStepError()],
+  NotInTransactionError: () => [new api.NotInTransactionError()],
+  LeaseLostError: () => [new api.LeaseLostError('k')],
   WorkflowDefinitionError: () => [new api.WorkflowDefinitionError(['x'])],
   WorkflowConflictError: () => [new api.WorkflowConflictError('w', 'e', 'with another input')],
   WorkflowExistsError: () => [new api.WorkflowExistsError('w', 'e', 'running')],

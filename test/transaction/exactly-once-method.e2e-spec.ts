@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
   currentTransaction, DuplicateExecutionError, IdempotencyConfigError, IdempotencyModule, IdempotencyService, IdempotencyTestingModule,
-  IdempotentMethod, LeaseLostError, NotInTransactionError, StoredFailureError,
+  IdempotentMethod, InboxService, LeaseLostError, NotInTransactionError, StoredFailureError,
 } from '../../lib';
 import { gate, waitUntil } from '../support/resilience';
 import { databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
@@ -171,5 +171,36 @@ describe('transaction: true without a Postgres store', () => {
     const moduleRef = await Test.createTestingModule({ imports: [IdempotencyTestingModule.forRoot()], providers: [Payments] }).compile();
     await expect(moduleRef.init()).rejects.toThrow(IdempotencyConfigError);
     await expect(moduleRef.init()).rejects.toThrow(/@IdempotentMethod\(\) on Payments.pay: transaction: true needs the Postgres store/);
+  });
+});
+
+describe('currentTransaction() in an InboxService handler', () => {
+  const schema = uniqueSchema('txi');
+  let app: INestApplicationContext;
+  let inbox: InboxService;
+
+  beforeAll(async () => {
+    await sql(`CREATE SCHEMA "${schema}"; CREATE TABLE "${schema}".ledger (id serial PRIMARY KEY, charge_id text NOT NULL, amount int NOT NULL)`);
+    @Module({ imports: [IdempotencyModule.forRoot({ postgres: { url: databaseUrl(), schema }, redis: false, migrationsRun: true })] })
+    class InboxModule {}
+    app = await NestFactory.createApplicationContext(InboxModule, { logger: false });
+    inbox = app.get(InboxService);
+  });
+
+  afterAll(async () => {
+    await app.close();
+  });
+
+  it('is the handler transaction: its writes roll back with the message id, and a redelivery runs once', async () => {
+    const write = () => currentTransaction().query(`INSERT INTO "${schema}".ledger (charge_id, amount) VALUES ('m1', 1)`);
+    await expect(inbox.process('m1', 'payments', async (manager) => {
+      expect(currentTransaction()).toBe(manager);
+      await write();
+      throw new Error('handler failed');
+    })).rejects.toThrow('handler failed');
+    expect(await inbox.process('m1', 'payments', write)).toMatchObject({ status: 'processed' });
+    expect(await inbox.process('m1', 'payments', write)).toEqual({ status: 'duplicate' });
+    await inbox.processBatch([{ id: 'm2' }], 'payments', async (manager) => expect(currentTransaction()).toBe(manager));
+    expect((await sql<{ n: string }>(`SELECT count(*) AS n FROM "${schema}".ledger`))[0].n).toBe('1');
   });
 });

@@ -200,7 +200,7 @@ describe('currentTransaction() in an InboxService handler', () => {
     })).rejects.toThrow('handler failed');
     expect(await inbox.process('m1', 'payments', write)).toMatchObject({ status: 'processed' });
     expect(await inbox.process('m1', 'payments', write)).toEqual({ status: 'duplicate' });
-    await inbox.processBatch([{ id: 'm2' }], 'payments', async (manager) => expect(currentTransaction()).toBe(manager));
+    await inbox.processBatch([{ id: 'm2' }], 'payments', (manager) => Promise.resolve(expect(currentTransaction()).toBe(manager)));
     expect((await sql<{ n: string }>(`SELECT count(*) AS n FROM "${schema}".ledger`))[0].n).toBe('1');
   });
 });

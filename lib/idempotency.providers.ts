@@ -21,6 +21,7 @@ import { CircuitBreaker } from './storage/redis/circuit-breaker';
 import { RedisIdempotencyCache } from './storage/redis/redis-idempotency.cache';
 import { IdempotencyTransactions } from './transaction/idempotency-transactions';
 import { PostgresTransactions } from './transaction/postgres-transactions';
+import { TransactionalSteps } from './transaction/transactional-steps';
 import { resolveOptions } from './utils/validate-options';
 import { workflowProviders } from './workflow/workflow.providers';
 
@@ -57,6 +58,12 @@ export const idempotencyProviders: Provider[] = [
     provide: IdempotencyTransactions,
     useFactory: (connections: IdempotencyConnections) => new PostgresTransactions(connections),
     inject: [IdempotencyConnections],
+  },
+  {
+    provide: TransactionalSteps,
+    useFactory: (transactions: IdempotencyTransactions, connections: IdempotencyConnections, options: ResolvedOptions) =>
+      new TransactionalSteps(transactions, connections, options.workflows.lockDurationMs),
+    inject: [IdempotencyTransactions, IdempotencyConnections, RESOLVED_IDEMPOTENCY_OPTIONS],
   },
   IdempotencyService,
   IdempotencyMetadataAccessor,

@@ -8,6 +8,8 @@ export interface OpenTransaction {
   readonly manager: EntityManager;
   /** A savepoint inside another transaction of the library: nothing is durable before that one commits. */
   readonly nested: boolean;
+  /** Runs a statement in the transaction and returns its rows. */
+  query<R>(text: string, values: unknown[]): Promise<R[]>;
   /** Completion by compare-and-set on the claim's token, inside this transaction; null when the claim was taken over. */
   complete(claim: Claim, result: unknown): Promise<CompletedRecord | null>;
   /** Commits; the connection goes back to the pool whatever happens. */

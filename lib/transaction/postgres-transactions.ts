@@ -43,6 +43,10 @@ export class PostgresTransactions extends IdempotencyTransactions {
     return {
       manager: runner.manager,
       nested: !owned,
+      async query<R>(text: string, values: unknown[]): Promise<R[]> {
+        const { records } = await runner.query(text, values, true);
+        return records as R[];
+      },
       async complete(claim: Claim, result: unknown): Promise<CompletedRecord | null> {
         const { records } = await runner.query(sql.complete.text, [claim.id, claim.token, JSON.stringify(result)], true);
         const rows = records as { expires_at: Date }[];

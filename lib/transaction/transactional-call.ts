@@ -51,7 +51,8 @@ export class TransactionalCall {
       this.tx = await this.transactions.begin(this.isolation, this.claim.leaseMs, activeTransaction());
     } catch (err) {
       this.stopLease();
-      await this.engine.settle(this.claim, () => this.engine.release(this.claim, failureOutcome(err)));
+      // Not awaited: with every pooled connection busy the release itself waits for one, and the caller must not.
+      void this.engine.settle(this.claim, () => this.engine.release(this.claim, failureOutcome(err)));
       throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError(err);
     }
   }

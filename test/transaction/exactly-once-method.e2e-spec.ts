@@ -6,8 +6,10 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
   currentTransaction, DuplicateExecutionError, IdempotencyConfigError, IdempotencyModule, IdempotencyService, IdempotencyTestingModule,
-  IdempotentMethod, InboxService, LeaseLostError, NotInTransactionError, StoredFailureError,
+  IdempotentMethod, InboxService, LeaseLostError, NotInTransactionError, StoredFailureError, StoreUnavailableError,
 } from '../../lib';
+import { IdempotencyConnections } from '../../lib/storage/idempotency-connections';
+import { TransactionalCall } from '../../lib/transaction/transactional-call';
 import { gate, waitUntil } from '../support/resilience';
 import { databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
 import { LedgerService } from './fixtures/ledger';
@@ -202,5 +204,37 @@ describe('currentTransaction() in an InboxService handler', () => {
     expect(await inbox.process('m1', 'payments', write)).toEqual({ status: 'duplicate' });
     await inbox.processBatch([{ id: 'm2' }], 'payments', (manager) => Promise.resolve(expect(currentTransaction()).toBe(manager)));
     expect((await sql<{ n: string }>(`SELECT count(*) AS n FROM "${schema}".ledger`))[0].n).toBe('1');
+  });
+});
+
+describe('transactional mode when every pooled connection is busy', () => {
+  const schema = uniqueSchema('txp');
+  let app: INestApplicationContext;
+
+  beforeAll(async () => {
+    @Module({ imports: [IdempotencyModule.forRoot({ postgres: { url: databaseUrl(), schema, poolSize: 2 }, redis: false, migrationsRun: true })] })
+    class PoolModule {}
+    app = await NestFactory.createApplicationContext(PoolModule, { logger: false });
+  });
+
+  afterAll(async () => {
+    await app.close();
+  });
+
+  it('gives up opening the transaction after one lease with StoreUnavailableError, and releases the key', async () => {
+    const engine = app.get(IdempotencyService);
+    const begun = await engine.begin({ scope: 'method:default', key: 'pool-1', fingerprint: '', leaseMs: 500, ttlMs: 60_000 });
+    if (begun.kind !== 'acquired') throw new Error(`expected to acquire the key, got ${begun.kind}`);
+    const pool = app.get(IdempotencyConnections).pool;
+    const busy = [await pool.connect(), await pool.connect()];
+    try {
+      const call = new TransactionalCall(engine, engine.transactionsFor('test'), begun.claim, 'read committed');
+      await expect(call.open()).rejects.toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      for (const client of busy) client.release();
+    }
+    await waitUntil('the key was released', async () => (await sql<{ status: string }>(
+      `SELECT status FROM "${schema}".idempotency_records WHERE key = 'pool-1'`))[0]?.status === 'failed');
+    expect(await engine.run('pool-1', () => 'ran again', { transaction: true })).toBe('ran again');
   });
 });

@@ -164,6 +164,12 @@ describe('transaction: true on @IdempotentMethod() and IdempotencyService.run()'
 });
 
 describe('transaction: true without a Postgres store', () => {
+  it('fails at startup for http.transaction under IdempotencyTestingModule', async () => {
+    const moduleRef = await Test.createTestingModule({ imports: [IdempotencyTestingModule.forRoot({ http: { transaction: true } })] }).compile().catch((err: unknown) => err);
+    expect(moduleRef).toBeInstanceOf(IdempotencyConfigError);
+    expect((moduleRef as Error).message).toMatch(/http\.transaction: the transactional mode needs Postgres/);
+  });
+
   it('fails at startup under IdempotencyTestingModule, naming the method', async () => {
     @Injectable()
     class Payments {

@@ -15,6 +15,8 @@ const ISOLATION_LEVELS = {
 /** Transactions on the module's own DataSource, so `currentTransaction()` writes to the database that holds the records. */
 export class PostgresTransactions extends IdempotencyTransactions {
   private statements?: IdempotencySql;
+  /** The server's default isolation level, read once: a transaction at that level needs no SET TRANSACTION round trip. */
+  private serverDefault?: Promise<string>;
 
   constructor(private readonly connections: IdempotencyConnections) {
     super();
@@ -29,12 +31,26 @@ export class PostgresTransactions extends IdempotencyTransactions {
     const runner = this.connections.dataSource.createQueryRunner();
     await connectWithin(runner, acquireWithinMs);
     try {
-      await runner.startTransaction(ISOLATION_LEVELS[isolation]);
+      await runner.startTransaction((await this.isServerDefault(isolation, runner)) ? undefined : ISOLATION_LEVELS[isolation]);
     } catch (err) {
       await runner.release();
       throw new StoreUnavailableError(err);
     }
     return this.open(runner, true);
+  }
+
+  /** True when a plain START TRANSACTION already runs at `isolation` (and the DataSource sets no level of its own). */
+  private async isServerDefault(isolation: TransactionIsolation, runner: QueryRunner): Promise<boolean> {
+    if ((this.connections.dataSource.options as { isolationLevel?: string }).isolationLevel !== undefined) return false;
+    // Asked on the connection already held, so that it never waits for another one.
+    this.serverDefault ??= (runner.query('SHOW default_transaction_isolation') as Promise<{ default_transaction_isolation: string }[]>).then(
+      (rows) => rows[0].default_transaction_isolation,
+      (err: unknown) => {
+        this.serverDefault = undefined; // asked again next time
+        throw err;
+      },
+    );
+    return (await this.serverDefault) === isolation;
   }
 
   private open(runner: QueryRunner, owned: boolean): OpenTransaction {

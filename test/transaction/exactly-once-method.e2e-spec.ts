@@ -134,12 +134,17 @@ describe('transaction: true on @IdempotentMethod() and IdempotencyService.run()'
     expect(await rows('c5')).toBe(1);
   }, 90_000);
 
-  it('runs IdempotencyService.run() in a transaction of the requested isolation level', async () => {
+  it('runs IdempotencyService.run() in a transaction of the requested isolation level, read committed by default', async () => {
     const level = await engine.run('iso-1', async () => {
       const [{ transaction_isolation }] = await currentTransaction().query<{ transaction_isolation: string }[]>('SHOW transaction_isolation');
       return transaction_isolation;
     }, { transaction: true, isolation: 'serializable' });
     expect(level).toBe('serializable');
+    const defaultLevel = await engine.run('iso-2', async () => {
+      const [{ transaction_isolation }] = await currentTransaction().query<{ transaction_isolation: string }[]>('SHOW transaction_isolation');
+      return transaction_isolation;
+    }, { transaction: true });
+    expect(defaultLevel).toBe('read committed');
   });
 
   it('nests a transactional call inside another as a savepoint: both commit with the outer one', async () => {

@@ -1,12 +1,12 @@
 // The Nest app the HTTP benchmark drives: a trivial POST handler behind the idempotency interceptor,
 // the same handler on a @SkipIdempotency() route as the baseline, and handler counters for the checks.
 import 'reflect-metadata';
-import { Body, Controller, Get, Headers, HttpCode, INestApplication, Injectable, Module, Post, Type } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import { Body, Controller, Get, Headers, HttpCode, INestApplication, Injectable, Module, OnApplicationBootstrap, Post, Type } from '@nestjs/common';
+import { ModuleRef, NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { AddressInfo } from 'node:net';
 import type { Pool } from 'pg';
-import { IdempotencyModule, IdempotencyModuleOptions, SkipIdempotency } from '../lib';
+import { currentTransaction, Idempotent, IdempotencyModule, IdempotencyModuleOptions, SkipIdempotency } from '../lib';
 import { IdempotencyConnections } from '../lib/storage/idempotency-connections';
 
 export type AdapterName = 'express' | 'fastify';
@@ -87,9 +87,56 @@ function respond(body: OrderBody | undefined): { id: number; status: string; amo
   return { id: ++nextId, status: 'accepted', amount: body?.amount ?? null };
 }
 
+/** The table the insert cases write one row per request to, in the module's database and schema. */
+const ROWS_TABLE = 'bench_rows';
+
 @Controller()
-class BenchController {
-  constructor(private readonly stats: HandlerStats) {}
+class BenchController implements OnApplicationBootstrap {
+  private rowsTable = '';
+
+  constructor(
+    private readonly stats: HandlerStats,
+    private readonly moduleRef: ModuleRef,
+  ) {}
+
+  private get connections(): IdempotencyConnections {
+    return this.moduleRef.get(IdempotencyConnections, { strict: false });
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    this.rowsTable = `"${this.connections.schema}".${ROWS_TABLE}`;
+    await this.connections.dataSource.query(`CREATE TABLE IF NOT EXISTS ${this.rowsTable} (id bigserial PRIMARY KEY, key text, amount int)`);
+  }
+
+  private insertRow(key: string | undefined, body: OrderBody | undefined, via: { query(text: string, values: unknown[]): Promise<unknown> }): Promise<unknown> {
+    return via.query(`INSERT INTO ${this.rowsTable} (key, amount) VALUES ($1, $2)`, [key ?? null, body?.amount ?? null]);
+  }
+
+  /** (f) The insert baseline: one row per request, no interceptor. */
+  @Post('plain-insert')
+  @SkipIdempotency()
+  async plainInsert(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
+    this.stats.record(key);
+    await this.insertRow(key, body, this.connections.dataSource);
+    return respond(body);
+  }
+
+  /** (g) The same insert behind the interceptor, outside any transaction of the library (claim, insert, completion: three commits). */
+  @Post('orders-insert')
+  async ordersInsert(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
+    this.stats.record(key);
+    await this.insertRow(key, body, this.connections.dataSource);
+    return respond(body);
+  }
+
+  /** (h) The same insert in transactional mode: the row commits with the stored response. */
+  @Post('orders-tx')
+  @Idempotent({ transaction: true })
+  async ordersTx(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
+    this.stats.record(key);
+    await this.insertRow(key, body, currentTransaction());
+    return respond(body);
+  }
 
   /** The measured route: POST, so the interceptor acts on it whenever an Idempotency-Key is sent. */
   @Post('orders')

@@ -7,6 +7,8 @@
 //   (c) replays from Redis: one completed key, every request replays it
 //   (d) replays with redis: false (Postgres alone)
 //   (e) 20-way concurrent duplicates: keys reused in groups of 20 (the first runs, the rest replay or get 409)
+//   (f) a route without the interceptor whose handler inserts one row; (g) first-time keys on the same insert;
+//   (h) first-time keys on the same insert with transaction: true (the row commits with the stored response)
 //
 // Settings (environment): BENCH_CONNECTIONS (50), BENCH_DURATION seconds (5), BENCH_WARMUP seconds (1),
 // BENCH_ADAPTERS ("express,fastify"), BENCH_CASES (all; e.g. "b,e"), BENCH_POOL_SIZE (unset: the module's default),
@@ -43,7 +45,7 @@ const SETTLE_MS = 500;
 const BODY = JSON.stringify({ amount: 42, currency: 'EUR' });
 const RUN = randomBytes(4).toString('hex');
 
-type CaseId = 'a' | 'b' | 'c' | 'd' | 'e';
+type CaseId = 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h';
 type AppName = 'redis' | 'pg';
 type Phase = 'w' | 'm';
 
@@ -98,9 +100,21 @@ const CASES: CaseSpec[] = [
     id: 'e', label: `(e) ${DUP_GROUP}-way concurrent duplicates`, app: 'redis', path: '/orders',
     keys: (phase) => counterKeys(`dup-${RUN}-${phase}-`, DUP_GROUP), measuredPrefix: `dup-${RUN}-m-`,
   },
+  {
+    id: 'f', label: '(f) no interceptor, handler inserts a row', app: 'redis', path: '/plain-insert',
+    keys: () => () => `plain-insert-${RUN}`, measuredPrefix: `plain-insert-${RUN}`,
+  },
+  {
+    id: 'g', label: '(g) first-time keys, handler inserts a row', app: 'redis', path: '/orders-insert',
+    keys: (phase) => counterKeys(`ins-${RUN}-${phase}-`, 1), measuredPrefix: `ins-${RUN}-m-`,
+  },
+  {
+    id: 'h', label: '(h) first-time keys, insert, transaction: true', app: 'redis', path: '/orders-tx',
+    keys: (phase) => counterKeys(`tx-${RUN}-${phase}-`, 1), measuredPrefix: `tx-${RUN}-m-`,
+  },
 ];
 /** Measured in this order (writes last, so Postgres background work after (b) does not disturb the replays). */
-const RUN_ORDER: CaseId[] = ['a', 'c', 'd', 'b', 'e'].filter((id) => id === 'a' || ONLY.length === 0 || ONLY.includes(id)) as CaseId[];
+const RUN_ORDER: CaseId[] = ['a', 'c', 'd', 'b', 'e', 'f', 'g', 'h'].filter((id) => id === 'a' || ONLY.length === 0 || ONLY.includes(id)) as CaseId[];
 
 /** Keys `<prefix><n>` with n counting requests, `group` consecutive requests sharing one key. */
 function counterKeys(prefix: string, group: number): () => string {
@@ -209,9 +223,12 @@ async function check(spec: CaseSpec, r: autocannon.Result, handler: HandlerStats
   const inFlight = CONNECTIONS;
   switch (spec.id) {
     case 'a':
+    case 'f':
       if (ok !== total) w.push(`${total - ok} responses other than 201`);
       break;
-    case 'b': {
+    case 'b':
+    case 'g':
+    case 'h': {
       if (ok !== total) w.push(`${total - ok} responses other than 201 (${conflicts} × 409)`);
       if (handler.repeatedKeys > 0) w.push(`the handler ran ${handler.repeatedKeys} times for a key it had already run for`);
       if (handler.calls < ok || handler.calls > ok + inFlight) w.push(`handler ran ${handler.calls} times for ${ok} responses`);
@@ -367,6 +384,14 @@ function report(adapter: AdapterName, { results, baselineAgain }: AdapterRun): v
     return `after (${spec.id}) ${p.length} pool connections with ${p.length > 0 ? `${Math.min(...p)}–${Math.max(...p)}` : '0'} named statements prepared on each`;
   });
   if (prepared.length > 0) process.stdout.write(`\nPostgres pool: ${prepared.join('; ')}.\n`);
+  const insertBase = results.find((r) => r.spec.id === 'f')?.rps;
+  if (insertBase) {
+    const ratio = (id: CaseId) => {
+      const r = results.find((x) => x.spec.id === id);
+      return r ? `${id} ${(r.rps / insertBase).toFixed(2)}` : `${id} -`;
+    };
+    process.stdout.write(`\nFirst-time keys whose handler inserts one row, as a ratio to (f) (the same insert without the interceptor): ${ratio('g')} (claim, insert, completion: three commits), ${ratio('h')} (transaction: true).\n`);
+  }
   if (Math.abs(drift) > DRIFT_WARNING) {
     process.stdout.write(`WARNING ${name}: (a) changed by ${fmt.pct(drift)} between its two runs; the machine's speed varied (other load?), so compare the ratios with care.\n`);
   }

@@ -4,7 +4,9 @@
 //         overhead (time from the step call in run() to its checkpointed result, p50/p99);
 //   baselines on the same Redis and Postgres: raw BullMQ trivial jobs/s (worker concurrency 50), raw single-row
 //         Postgres inserts/s (50 concurrent, pool of 20), BullMQ jobs that each insert one Postgres row, and the
-//         BullMQ add→completed round trip (one at a time).
+//         BullMQ add→completed round trip (one at a time);
+//   insert steps: 10-step workflows whose steps each insert one row, without and with @Step({ transaction: true })
+//         (then the row commits with the step's checkpoint), 100 concurrent.
 // Settings (environment): BENCH_SCALE (1; multiplies the amounts of work), BENCH_KEEP=1 keeps the schema.
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
@@ -15,7 +17,7 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import Redis from 'ioredis';
 import { Pool } from 'pg';
-import { IdempotencyModule, Step, Workflow, WorkflowClient } from '../lib';
+import { currentTransaction, IdempotencyModule, Step, Workflow, WorkflowClient } from '../lib';
 import { deleteRedisKeys, runBench } from './bench-support';
 
 const DATABASE_URL = need('DATABASE_URL');
@@ -54,6 +56,36 @@ class TenSteps {
   }
 }
 
+/** The pool the non-transactional insert steps write through (the transactional ones use currentTransaction()). */
+let stepPool: Pool | undefined;
+const STEP_ROWS = `"${SCHEMA}".bench_step_rows`;
+
+@Workflow({ name: 'bench-ten-inserts', identity: 'always_unique' })
+class TenInserts {
+  async run(input: { n: number }): Promise<number> {
+    for (let i = 0; i < STEPS; i++) await this.insert(input.n, i);
+    return input.n;
+  }
+
+  @Step()
+  async insert(n: number, i: number): Promise<void> {
+    await stepPool!.query({ name: 'bench_step_insert', text: `INSERT INTO ${STEP_ROWS} (k) VALUES ($1)`, values: [`${n}:${i}`] });
+  }
+}
+
+@Workflow({ name: 'bench-ten-tx-inserts', identity: 'always_unique' })
+class TenTransactionalInserts {
+  async run(input: { n: number }): Promise<number> {
+    for (let i = 0; i < STEPS; i++) await this.insert(input.n, i);
+    return input.n;
+  }
+
+  @Step({ transaction: true })
+  async insert(n: number, i: number): Promise<void> {
+    await currentTransaction().query(`INSERT INTO ${STEP_ROWS} (k) VALUES ($1)`, [`tx${n}:${i}`]);
+  }
+}
+
 @Module({
   imports: [
     IdempotencyModule.forRoot({
@@ -63,7 +95,7 @@ class TenSteps {
       workflows: { queuePrefix: PREFIX, concurrency: 100, workflowConcurrency: 200 },
     }),
   ],
-  providers: [TenSteps],
+  providers: [TenSteps, TenInserts, TenTransactionalInserts],
 })
 class BenchModule {}
 
@@ -102,6 +134,17 @@ async function ours(client: WorkflowClient, concurrency: number, workflows: numb
     perSec: (workflows * STEPS) / (ms / 1000),
     p50: percentile(overheads, 50),
     p99: percentile(overheads, 99),
+  };
+}
+
+/** 10-step workflows whose steps each insert one row, 100 concurrent: `transactional` puts the row in the checkpoint's transaction. */
+async function insertSteps(client: WorkflowClient, transactional: boolean, workflows: number): Promise<Row> {
+  const type = transactional ? TenTransactionalInserts : TenInserts;
+  await keepInFlight(200, 100, async (i) => (await client.start(type, { n: -1 - i })).result()); // warm-up
+  const ms = await keepInFlight(workflows, 100, async (i) => (await client.start(type, { n: i })).result());
+  return {
+    label: `ours: 10-step workflows, each step inserts one row${transactional ? ', @Step({ transaction: true })' : ''}, 100 concurrent (${workflows} workflows)`,
+    perSec: (workflows * STEPS) / (ms / 1000),
   };
 }
 
@@ -206,6 +249,11 @@ async function main(): Promise<void> {
     rows.push(await ours(client, 1, s(100)));
     rows.push(await ours(client, 10, s(200)));
     rows.push(await ours(client, 100, s(1000)));
+    stepPool = pool;
+    await pool.query(`CREATE TABLE IF NOT EXISTS ${STEP_ROWS} (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, k text)`);
+    const plainInserts = await insertSteps(client, false, s(500));
+    const txInserts = await insertSteps(client, true, s(500));
+    rows.push(plainInserts, txInserts);
     const b1 = await bullmqTrivial(s(20_000));
     const b2 = await pgInserts(pool, s(20_000));
     const b3 = await bullmqWithInsert(pool, s(20_000));
@@ -221,6 +269,7 @@ async function main(): Promise<void> {
     for (const b of [b1, b2, b3]) out(`| ${b.label} | ${fmt(b.perSec)} jobs/s | | | | | |`);
     out(`| ${rt.label} | | ${fmt(rt.p50, 2)} | ${fmt(rt.p99, 2)} | | | |`);
     out('');
+    out(`transactional insert steps vs the same insert without a transaction: ${fmt(txInserts.perSec / plainInserts.perSec, 2)} (goal ≥ 1.00: ${txInserts.perSec >= plainInserts.perSec ? 'met' : 'NOT met'})`);
     const c100 = rows[2];
     out(`goals: ≥ 1,000 steps/s at 100 concurrent → ${fmt(c100.perSec)} (${c100.perSec >= 1000 ? 'met' : 'NOT met'}); ` +
       `≥ 20% of baseline 3 → ${fmt((100 * c100.perSec) / b3.perSec, 1)}% (${c100.perSec >= 0.2 * b3.perSec ? 'met' : 'NOT met'}); ` +

@@ -19,6 +19,9 @@ import { IdempotencyStore } from './storage/idempotency.store';
 import { PostgresIdempotencyStore } from './storage/postgres/postgres-idempotency.store';
 import { CircuitBreaker } from './storage/redis/circuit-breaker';
 import { RedisIdempotencyCache } from './storage/redis/redis-idempotency.cache';
+import { IdempotencyTransactions } from './transaction/idempotency-transactions';
+import { PostgresTransactions } from './transaction/postgres-transactions';
+import { TransactionalSteps } from './transaction/transactional-steps';
 import { resolveOptions } from './utils/validate-options';
 import { workflowProviders } from './workflow/workflow.providers';
 
@@ -50,6 +53,17 @@ export const idempotencyProviders: Provider[] = [
       return new RedisIdempotencyCache(connections, breaker);
     },
     inject: [RESOLVED_IDEMPOTENCY_OPTIONS, IdempotencyConnections],
+  },
+  {
+    provide: IdempotencyTransactions,
+    useFactory: (connections: IdempotencyConnections) => new PostgresTransactions(connections),
+    inject: [IdempotencyConnections],
+  },
+  {
+    provide: TransactionalSteps,
+    useFactory: (transactions: IdempotencyTransactions, connections: IdempotencyConnections, options: ResolvedOptions) =>
+      new TransactionalSteps(transactions, connections, options.workflows.lockDurationMs),
+    inject: [IdempotencyTransactions, IdempotencyConnections, RESOLVED_IDEMPOTENCY_OPTIONS],
   },
   IdempotencyService,
   IdempotencyMetadataAccessor,

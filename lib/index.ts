@@ -11,6 +11,11 @@ export type { RetentionOptions, CleanupReport } from './retention/retention.inte
 export type { InboxOutcome, InboxBatchOutcome } from './inbox/inbox.service';
 export type { IdempotentMethodOptions } from './guard/idempotent-method.decorator';
 export type { RunOptions, OnDuplicate, OnFailure } from './interfaces/run-options.interface';
+export { currentTransaction } from './transaction/current-transaction';
+/** Isolation levels of the transactional mode (`transaction: true`). */
+export type { TransactionIsolation } from './transaction/transaction-options';
+export { NotInTransactionError } from './errors/not-in-transaction.error';
+export { LeaseLostError } from './errors/lease-lost.error';
 export { IdempotencyInterceptor } from './http/idempotency.interceptor';
 export { IdempotencyProblemException, PROBLEM_CONTENT_TYPE, DEFAULT_PROBLEM_TYPE_BASE, IDEMPOTENCY_PROBLEMS } from './http/problem-details';
 export type { ProblemDetails, IdempotencyProblemType } from './http/problem-details';

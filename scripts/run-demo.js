@@ -230,6 +230,9 @@ const WORKFLOW_DEMO_ENV = {
   WORKFLOWS_STALLED_INTERVAL: '1s',
   WORKFLOWS_RECOVERY_INTERVAL: '2s',
   WORKFLOWS_POLL_INTERVAL: '500ms',
+  // part 9: the demo hooks of the payment route, and a short lease so the retry after the SIGKILL need not wait 30 s
+  SAMPLE_DEMO_HOOKS: '1',
+  IDEMPOTENCY_LOCK_TIMEOUT: '3s',
 };
 
 async function orderState(app, orderId) {
@@ -277,6 +280,50 @@ async function runWorkflowScript(app, env) {
   return restarted;
 }
 
+/** 9. A charge killed with SIGKILL after its ledger write, before its commit: nothing survives; the retry charges once. */
+async function runTransactionalCrashScript(app, env) {
+  out();
+  out('9) Exactly-once charge (transaction: true): the app is killed with SIGKILL after the ledger write, before the commit');
+  const key = newKey('crash');
+  const body = { amount: 990, currency: 'EUR' };
+  const before = await ledgerCount(app);
+  showRequest(key, body);
+  // X-Demo-Pause makes the sample app hold the charge after its ledger write (not part of the request fingerprint).
+  const pending = fetch(`${app.base}/payments`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key, 'X-Demo-Pause': '1', ...auth() },
+    body: JSON.stringify(body),
+  }).catch(() => undefined); // its connection dies with the app
+  for (const until = Date.now() + 30000; !app.logs.join('').includes('transaction still open (demo pause)'); ) {
+    check(Date.now() < until, 'the sample app never reported the paused charge');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  out(`    the ledger row is written inside the open transaction → SIGKILL the app (pid ${app.child.pid})`);
+  await stop(app.child, 'SIGKILL');
+  await pending;
+  const restarted = await startApp(env);
+  await waitForApp(restarted);
+  const afterCrash = await ledgerCount(restarted);
+  out(`    restarted the app (pid ${restarted.child.pid}); ledger: ${afterCrash} charge(s), ${before} before the crash — the killed charge left nothing`);
+  check(afterCrash === before, `the killed charge must leave no ledger row (ledger went from ${before} to ${afterCrash})`);
+  out(`    the client retries with the same key (409 until the dead holder's ${env.IDEMPOTENCY_LOCK_TIMEOUT} lease lapses):`);
+  let retried;
+  for (const until = Date.now() + 60000; ; ) {
+    retried = await charge(restarted, key, body);
+    if (retried.status !== 409) break;
+    check(Date.now() < until, 'the retry kept getting 409 after the lease should have lapsed');
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  showResponse(retried, ['Location', 'Idempotent-Replayed']);
+  check(retried.status === 201, `the retry must charge (201), got ${retried.status}`);
+  const replay = await charge(restarted, key, body);
+  check(replay.status === 201 && replay.headers.get('Idempotent-Replayed') === 'true', `a second retry must replay, got ${replay.status}`);
+  const after = await ledgerCount(restarted);
+  out(`    ledger: ${after} charge(s) — exactly one charge for the key, though the handler wrote twice`);
+  check(after === before + 1, `expected exactly one new ledger row, ledger went from ${before} to ${after}`);
+  return restarted;
+}
+
 async function main() {
   let services;
   let app;
@@ -300,6 +347,7 @@ async function main() {
     await runScript(app);
     await runWebhookScript(app);
     app = await runWorkflowScript(app, env);
+    app = await runTransactionalCrashScript(app, env);
     out();
     out('Demo finished: every step behaved as expected.');
   } catch (err) {

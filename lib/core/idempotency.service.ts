@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, Optional } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DuplicateExecutionError } from '../errors/duplicate-execution.error';
 import { IdempotencyConfigError } from '../errors/idempotency-config.error';
@@ -18,6 +18,9 @@ import { Claim, ClaimRequest, CompletedRecord } from './idempotency-record';
 import { isStoreOutage } from './store-failure';
 import { failureOutcome, RunOutcome, successOutcome } from './run-outcome';
 import { setLongInterval } from '../utils/long-timer';
+import { IdempotencyTransactions } from '../transaction/idempotency-transactions';
+import { TransactionalCall } from '../transaction/transactional-call';
+import { TransactionIsolation, transactionOptionProblems } from '../transaction/transaction-options';
 
 /** What `begin` decided for a request. */
 export type BeginResult =
@@ -49,7 +52,22 @@ export class IdempotencyService {
   constructor(
     private readonly store: IdempotencyStore,
     private readonly cache: IdempotencyCache,
+    @Optional() private readonly transactions?: IdempotencyTransactions,
   ) {}
+
+  /**
+   * The transactional mode's transactions; throws {@link IdempotencyConfigError} where the mode cannot work
+   * (no Postgres store, e.g. IdempotencyTestingModule). `where` names the option that asked for it.
+   */
+  transactionsFor(where: string): IdempotencyTransactions {
+    if (!this.transactions) {
+      throw new IdempotencyConfigError([
+        `${where}: transaction: true needs the Postgres store of IdempotencyModule.forRoot() (the handler's writes commit in its database); ` +
+          'this module has none (IdempotencyTestingModule?). Remove transaction: true here, or test it against Postgres',
+      ]);
+    }
+    return this.transactions;
+  }
 
   /**
    * Claims `request.key` in `request.scope` or says why not: a stored outcome to replay, a live holder,
@@ -102,6 +120,7 @@ export class IdempotencyService {
    */
   async run<T>(key: string, fn: () => T | Promise<T>, options: RunOptions = {}): Promise<Awaited<T>> {
     const settings = resolveRunOptions(options);
+    if (settings.transaction) this.transactionsFor('IdempotencyService.run()'); // refused before anything is claimed
     const request: ClaimRequest = {
       scope: `method:${options.scope ?? 'default'}`,
       key,
@@ -123,6 +142,10 @@ export class IdempotencyService {
         // The run this call waited for released the key after a failure: report it. A holder that died (its
         // lapsed lease was taken over) reported nothing, so this call runs; so does the first caller.
         if (begun.waited && !begun.takenOver) await this.rethrowFailureWaitedFor(begun.claim, Date.now() - waitStarted);
+        if (settings.transaction) {
+          const call = new TransactionalCall(this, this.transactionsFor('IdempotencyService.run()'), begun.claim, settings.transaction.isolation);
+          return call.run(fn, options.onFailure ?? 'unlock');
+        }
         return this.runClaimed(begun.claim, fn, options.onFailure ?? 'unlock');
     }
   }
@@ -160,7 +183,7 @@ export class IdempotencyService {
   }
 
   /** Settling after the work ran must not turn its success into a failure: a store error is logged, the lease then expires. */
-  private async settle(claim: Claim, action: () => Promise<unknown>): Promise<void> {
+  async settle(claim: Claim, action: () => Promise<unknown>): Promise<void> {
     try {
       await action();
     } catch (err) {
@@ -225,7 +248,8 @@ export class IdempotencyService {
     return canonicalJson(found.record.result) === canonicalJson(result) ? found.record : null;
   }
 
-  private async completed(claim: Claim, record: CompletedRecord | null): Promise<boolean> {
+  /** Records a completion written by another path (e.g. inside the handler's transaction) in the cache; false when `record` is null. */
+  async completed(claim: Claim, record: CompletedRecord | null): Promise<boolean> {
     if (!record) {
       this.logger.warn(`lease on key "${claim.key}" was lost before completion; its result was not stored`);
       return false;
@@ -256,7 +280,14 @@ export class IdempotencyService {
   }
 }
 
-function resolveRunOptions(options: RunOptions): { ttlMs: number; leaseMs: number; waitMs: number } {
+interface RunSettings {
+  ttlMs: number;
+  leaseMs: number;
+  waitMs: number;
+  transaction?: { isolation: TransactionIsolation };
+}
+
+function resolveRunOptions(options: RunOptions): RunSettings {
   const read = (name: keyof RunOptions, fallback: number): number => {
     const value = options[name];
     if (value === undefined) return fallback;
@@ -266,7 +297,14 @@ function resolveRunOptions(options: RunOptions): { ttlMs: number; leaseMs: numbe
     }
     return parsed;
   };
-  return { ttlMs: read('ttl', RUN_DEFAULTS.ttlMs), leaseMs: read('lockTimeout', RUN_DEFAULTS.leaseMs), waitMs: read('waitTimeout', RUN_DEFAULTS.waitMs) };
+  const problems = transactionOptionProblems(options);
+  if (problems.length > 0) throw new IdempotencyConfigError(problems);
+  return {
+    ttlMs: read('ttl', RUN_DEFAULTS.ttlMs),
+    leaseMs: read('lockTimeout', RUN_DEFAULTS.leaseMs),
+    waitMs: read('waitTimeout', RUN_DEFAULTS.waitMs),
+    transaction: options.transaction ? { isolation: options.isolation ?? 'read committed' } : undefined,
+  };
 }
 
 function replayOutcome(key: string, outcome: RunOutcome): unknown {

@@ -3,6 +3,7 @@ import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 import { IDEMPOTENT_METHOD_METADATA } from '../idempotency.constants';
 import type { RunOptions } from '../interfaces/run-options.interface';
 import { parseDuration } from '../utils/duration';
+import { transactionOptionProblems } from '../transaction/transaction-options';
 import { KeyTracker } from '../utils/known-keys';
 import { NAMESPACE_SEPARATOR } from './method-key';
 
@@ -24,7 +25,9 @@ const ON_FAILURE = ['unlock', 'lock'];
 /**
  * Makes a provider method run at most once per key (at least once across crashes): duplicates get the
  * stored result (or a DuplicateExecutionError, or wait), and a failure releases the key by default.
- * The method becomes async. Invalid options fail when the class is loaded.
+ * The method becomes async. Invalid options fail when the class is loaded. With `transaction: true` the method
+ * runs in a transaction of the library (`currentTransaction()`) that also stores its result: its database
+ * writes then happen exactly once.
  */
 export function IdempotentMethod(options: IdempotentMethodOptions = {}): MethodDecorator {
   const problems: string[] = [];
@@ -48,6 +51,7 @@ export function IdempotentMethod(options: IdempotentMethodOptions = {}): MethodD
   if (options.namespace !== undefined && (typeof options.namespace !== 'string' || options.namespace.length === 0 || options.namespace.includes(NAMESPACE_SEPARATOR))) {
     problems.push(`namespace: expected a non-empty name without "${NAMESPACE_SEPARATOR}" (it separates the namespace from the key), got ${JSON.stringify(options.namespace)}`);
   }
+  problems.push(...transactionOptionProblems(options));
   if (options.scope !== undefined && (typeof options.scope !== 'string' || options.scope.length === 0)) problems.push('scope: expected a non-empty string');
   for (const unknown of keys.unknownKeys()) problems.push(`${unknown.option}: ${unknown.message}`);
   if (problems.length > 0) throw new IdempotencyConfigError(problems.map((p) => `@IdempotentMethod(): ${p}`));

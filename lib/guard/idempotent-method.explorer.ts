@@ -47,6 +47,8 @@ export class IdempotentMethodExplorer implements OnModuleInit {
         // re-exports): wrapping it again would make the outer claim block the inner call forever.
         if (isGuarded(method)) continue;
         const options = this.metadata.forMethod(method);
+        // transaction: true where there is no Postgres store fails the bootstrap, not the first call
+        if (options?.transaction) this.engine.transactionsFor(`@IdempotentMethod() on ${prototype.constructor.name}.${name}`);
         if (options) instance[name] = this.guard(instance, `${prototype.constructor.name}.${name}`, method, options);
       }
     }

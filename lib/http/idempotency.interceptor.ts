@@ -6,10 +6,13 @@ import { BeginResult, IdempotencyService } from '../core/idempotency.service';
 import { BodyNotFingerprintableError } from '../errors/body-not-fingerprintable.error';
 import { IdempotencyInputTooLongError } from '../errors/idempotency-input-too-long.error';
 import { StoreUnavailableError } from '../errors/store-unavailable.error';
+import { TransactionalCall } from '../transaction/transactional-call';
 import { REPLAYED_HEADER, RESOLVED_IDEMPOTENCY_OPTIONS, UNPROTECTED_HEADER } from '../idempotency.constants';
 import type { IdempotencyRequest } from '../interfaces/idempotency-options.interface';
 import type { ResolvedHttpOptions, ResolvedOptions } from '../interfaces/resolved-options';
 import { resolveRouteOptions } from '../utils/validate-options';
+import { LeaseLostError } from '../errors/lease-lost.error';
+import type { TransactionIsolation } from '../transaction/transaction-options';
 import { IdempotencyMetadataAccessor } from '../idempotency-metadata.accessor';
 import { parseIdempotencyKey } from './idempotency-key';
 import { IdempotencyProblemException, PROBLEM_CONTENT_TYPE } from './problem-details';
@@ -119,6 +122,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
       throw this.problem(response, new IdempotencyProblemException('body-not-fingerprintable', `${err.message}. ` +
         'Parse it before the handler (e.g. FileInterceptor, or attachFieldsToBody with @fastify/multipart), or send it without an idempotency key.'));
     }
+    // transaction: true without a Postgres store is refused before anything is claimed
+    if (settings.transaction) this.engine.transactionsFor('@Idempotent() / http.transaction');
     const claimRequest = {
       scope: this.scopeOf(request, settings),
       key,
@@ -184,16 +189,19 @@ export class IdempotencyInterceptor implements NestInterceptor {
    * then sent. A response that cannot be recorded in time is answered with 503 instead (see `settle`).
    */
   private async run(claim: Claim, response: ResponseLike, route: RouteSettings, next: CallHandler): Promise<unknown> {
-    const stopLease = this.engine.keepAlive(claim);
+    const tx = route.http.transaction ? await this.openTransaction(claim, route.http.transaction.isolation, response) : undefined;
+    // In a transaction the lease is renewed by it, and "stopping" it means rolling back whatever was not committed.
+    const stopLease = tx ? () => void tx.rollBack() : this.engine.keepAlive(claim);
     let failure: unknown;
     let value: unknown;
     const capture = new ResponseCapture(rawResponse(response), {
-      settle: (sent) => this.settle(claim, sent, route, failure).finally(stopLease),
-      streamed: () => this.releaseUnstored(claim, stopLease),
+      settle: (sent) => this.settle(claim, sent, route, failure, tx).finally(stopLease),
+      streamed: () => this.releaseUnstored(claim, stopLease, tx),
       unsent: () => this.sendUnsent(response, value, failure, claim, stopLease),
     });
     try {
-      value = await lastValueFrom(next.handle(), { defaultValue: undefined });
+      const handled = () => lastValueFrom(next.handle(), { defaultValue: undefined });
+      value = await (tx ? tx.inside(handled) : handled());
     } catch (err) {
       failure = err;
       capture.handlerDone(route.http.leaseMs);
@@ -212,7 +220,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
    * for up to one lease), anything else releases the key. Resolves to a 503 problem to send instead when the
    * outcome could not be stored: the client must not see a success that a retry would not get again.
    */
-  private async settle(claim: Claim, sent: WireResponse, route: RouteSettings, failure: unknown): Promise<ResponseReplacement | undefined> {
+  private async settle(claim: Claim, sent: WireResponse, route: RouteSettings, failure: unknown, tx?: TransactionalCall): Promise<ResponseReplacement | undefined> {
+    if (tx) {
+      const committed = await this.settleTransaction(tx, sent, route, failure);
+      if (committed !== 'rolled back') return committed;
+    }
     // Refused before the handler started (a pipe or guard): nothing ran, so the key is released, never stored.
     if (failure instanceof HandlerNeverStartedError || !isFinalStatus(sent.status, route.http)) {
       const error = failure === undefined ? undefined : { message: messageOf(failure) };
@@ -229,13 +241,48 @@ export class IdempotencyInterceptor implements NestInterceptor {
         'store-unavailable', 'the outcome of this request could not be recorded; retry with the same key later', { 'Retry-After': '1' },
         this.options.http.problemTypeBase,
       );
-      const headers: Record<string, string> = { ...problem.headers, 'Content-Type': PROBLEM_CONTENT_TYPE };
-      return { status: problem.getStatus(), headers, body: Buffer.from(JSON.stringify(problem.getResponse())) };
+      return problemReplacement(problem, this.options.http.problemTypeBase);
     }
   }
 
-  /** A streamed response is sent as it is and not stored: the key is released. */
-  private async releaseUnstored(claim: Claim, stopLease: () => void): Promise<void> {
+  /**
+   * The transactional mode: a success (2xx, 3xx) is stored inside the handler's transaction, which then commits;
+   * anything else rolls the handler's writes back first ('rolled back'), and is then released or stored as usual,
+   * so a final 4xx is replayed but its writes do not survive. A commit that fails, or a claim that was taken over,
+   * is answered with a problem instead: the client never sees a success whose writes were undone.
+   */
+  private async settleTransaction(tx: TransactionalCall, sent: WireResponse, route: RouteSettings, failure: unknown): Promise<ResponseReplacement | undefined | 'rolled back'> {
+    if (failure !== undefined || sent.status >= 400 || !isFinalStatus(sent.status, route.http)) {
+      await tx.rollBack();
+      return 'rolled back';
+    }
+    try {
+      await tx.commitWith(toStoredResponse(sent, route.replayHeaders));
+      return undefined;
+    } catch (err) {
+      this.logger.error(`the transaction of key "${tx.claim.key}" did not commit, its writes were rolled back: ${messageOf(err)}`);
+      const problem = err instanceof LeaseLostError
+        ? new IdempotencyProblemException('in-progress', 'another request took this key over before this one committed; its writes were rolled back. Retry with the same key to get that request\'s response', { 'Retry-After': '1' })
+        : new IdempotencyProblemException('store-unavailable', 'the outcome of this request could not be committed; its writes were rolled back. Retry with the same key later', { 'Retry-After': '1' });
+      return problemReplacement(problem, this.options.http.problemTypeBase);
+    }
+  }
+
+  /** Opens the handler's transaction; when no connection can be had, the key is released and the client gets 503. */
+  private async openTransaction(claim: Claim, isolation: TransactionIsolation, response: ResponseLike): Promise<TransactionalCall> {
+    const tx = new TransactionalCall(this.engine, this.engine.transactionsFor('@Idempotent() / http.transaction'), claim, isolation);
+    try {
+      await tx.open();
+    } catch (err) {
+      this.logger.error(`${messageOf(err)}; refusing key "${claim.key}"`);
+      throw this.problem(response, new IdempotencyProblemException('store-unavailable', 'no database connection is free for this request; retry later', { 'Retry-After': '1' }));
+    }
+    return tx;
+  }
+
+  /** A streamed response is sent as it is and not stored: the key is released (and a transaction's writes rolled back). */
+  private async releaseUnstored(claim: Claim, stopLease: () => void, tx?: TransactionalCall): Promise<void> {
+    await tx?.rollBack();
     stopLease();
     this.logger.warn(`response for key "${claim.key}" is a stream, a file or an async iterable; sent as is, not stored, key released`);
     await this.safely(() => this.engine.release(claim), claim);
@@ -318,4 +365,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
     this.routes.set(handler, settings);
     return settings;
   }
+}
+
+/** A problem as the bytes sent in place of a held response. */
+function problemReplacement(problem: IdempotencyProblemException, typeBase: string): ResponseReplacement {
+  problem.withTypeBase(typeBase);
+  const headers: Record<string, string> = { ...problem.headers, 'Content-Type': PROBLEM_CONTENT_TYPE };
+  return { status: problem.getStatus(), headers, body: Buffer.from(JSON.stringify(problem.getResponse())) };
 }

@@ -18,6 +18,7 @@ const PROBE_BASE: ResolvedHttpOptions = {
   waitMs: 0,
   retryableStatuses: new Set(),
   storeServerErrors: false,
+  transaction: false,
 };
 
 /** Checks `@Idempotent()` options when the decorator is applied, so a typo fails at startup. */

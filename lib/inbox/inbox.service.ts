@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { quoteIdent } from '../storage/postgres/idempotency.sql';
+import { withTransaction } from '../transaction/current-transaction';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
 import { checkInboxIdentifiers } from './inbox-identifiers';
 
@@ -20,7 +21,8 @@ export interface InboxBatchOutcome<M, T> {
  * is recorded with `INSERT … ON CONFLICT DO NOTHING` in the same transaction as the handler's own writes.
  * A crash or an error rolls both back, so a redelivery runs again; a duplicate after commit is skipped.
  * A concurrent redelivery waits until the first delivery commits or rolls back; concurrent batches
- * sharing ids lock them in one canonical order, so they queue instead of deadlocking.
+ * sharing ids lock them in one canonical order, so they queue instead of deadlocking. Inside the handler,
+ * `currentTransaction()` returns the same `manager`, so repositories written for the other faces join it.
  */
 @Injectable()
 export class InboxService {
@@ -35,7 +37,7 @@ export class InboxService {
         [consumer, messageId],
       );
       if (inserted.length === 0) return { status: 'duplicate' } as const;
-      return { status: 'processed', result: await handler(manager) } as const;
+      return { status: 'processed', result: await withTransaction(manager, () => handler(manager)) } as const;
     });
   }
 
@@ -67,7 +69,7 @@ export class InboxService {
         if (fresh.delete(ids[i])) processed.push(message);
         else duplicates.push(message);
       });
-      const result = processed.length > 0 ? await handler(manager, processed) : undefined;
+      const result = processed.length > 0 ? await withTransaction(manager, () => handler(manager, processed)) : undefined;
       return { processed, duplicates, result };
     });
   }

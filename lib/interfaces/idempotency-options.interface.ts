@@ -2,6 +2,7 @@ import type Redis from 'ioredis';
 import type { Cluster, ClusterNode, ClusterOptions, RedisOptions } from 'ioredis';
 import type { DataSource } from 'typeorm';
 import type { RetentionOptions } from '../retention/retention.interfaces';
+import type { TransactionIsolation } from '../transaction/transaction-options';
 import type { Duration } from '../utils/duration';
 
 /** Settings shared by both forms of the `postgres` option. */
@@ -109,6 +110,14 @@ export interface HttpIdempotencyOptions {
   retryableStatuses?: number[];
   /** Store and replay 5xx `HttpException` responses too, instead of releasing the key. Default false. */
   storeServerErrors?: boolean;
+  /**
+   * Run the handler in a Postgres transaction of the library (`currentTransaction()`), kept open until its response
+   * is stored in that same transaction: the handler's writes commit if and only if the response is stored. Its
+   * tables must live in the module's Postgres database. Each request in flight holds one pooled connection. Default false.
+   */
+  transaction?: boolean;
+  /** Isolation level of that transaction. Default `"read committed"`. */
+  isolation?: TransactionIsolation;
 }
 
 /** Per-route settings given to `@Idempotent()`. */

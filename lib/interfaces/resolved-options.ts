@@ -2,6 +2,7 @@ import type { ResolvedRetentionOptions } from '../retention/retention.interfaces
 import type Redis from 'ioredis';
 import type { Cluster, ClusterNode, ClusterOptions, RedisOptions } from 'ioredis';
 import type { DataSource } from 'typeorm';
+import type { TransactionSetting } from '../transaction/transaction-options';
 import type { IdempotencyRequest } from './idempotency-options.interface';
 
 /** HTTP settings after defaults and duration parsing (internal). */
@@ -24,6 +25,8 @@ export interface ResolvedHttpOptions {
   waitMs: number;
   retryableStatuses: Set<number>;
   storeServerErrors: boolean;
+  /** The handler runs in a transaction of the library that also stores its response (`transaction: true`). */
+  transaction: TransactionSetting;
 }
 
 /** Workflow settings after defaults and duration parsing (internal). */

@@ -1,3 +1,4 @@
+import type { TransactionIsolation } from '../transaction/transaction-options';
 import type { Duration } from '../utils/duration';
 
 /** What a duplicate call gets: the stored result, a DuplicateExecutionError, or the first call's outcome after waiting. */
@@ -25,4 +26,12 @@ export interface RunOptions {
    * fingerprint is refused with IdempotencyKeyReusedError. Default: not checked.
    */
   fingerprint?: string;
+  /**
+   * Run `fn` in a Postgres transaction of the library (`currentTransaction()` inside it) that also stores the
+   * outcome: its writes commit if and only if the outcome is stored, so they happen exactly once, across crashes
+   * too. Needs the module's Postgres connection to reach the handler's tables. Default false.
+   */
+  transaction?: boolean;
+  /** Isolation level of that transaction. Default `"read committed"`. */
+  isolation?: TransactionIsolation;
 }

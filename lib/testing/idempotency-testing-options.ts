@@ -55,5 +55,11 @@ export function resolveTestingOptions(options: IdempotencyTestingOptions = {}): 
     workflows: { pollInterval: '100ms', lockDuration: '5s', ...options.workflows },
     retention: { ...options.retention, cleanupInterval: false },
   });
+  if (resolved.http.transaction) {
+    throw new IdempotencyConfigError([
+      'http.transaction: the transactional mode needs Postgres (the handler\'s writes commit with its response); IdempotencyTestingModule has none. ' +
+        'Leave it out here and test transactional routes against Postgres with IdempotencyModule',
+    ]);
+  }
   return { ...resolved, workflows: { ...resolved.workflows, inline: true } };
 }

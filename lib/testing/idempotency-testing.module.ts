@@ -24,6 +24,8 @@ import { InlineWorkflowRunner } from './inline-workflow-runner';
 import { MemoryInboxService } from './memory-inbox.service';
 import { MemoryRetentionService } from './memory-retention.service';
 import { NoWorkflowStartCache } from './no-workflow-start.cache';
+import { IdempotencyTransactions } from '../transaction/idempotency-transactions';
+import { TransactionalSteps } from '../transaction/transactional-steps';
 
 /**
  * The providers of IdempotencyModule that talk to Postgres, Redis or BullMQ (or start workers and timers): the
@@ -33,6 +35,8 @@ import { NoWorkflowStartCache } from './no-workflow-start.cache';
 const REPLACED: readonly unknown[] = [
   RESOLVED_IDEMPOTENCY_OPTIONS, IdempotencyConnections, IdempotencyStore, IdempotencyCache, InboxService, RetentionService,
   WorkflowStore, WorkflowQueues, WorkflowStartCache, WorkflowWorker, WorkflowReconciler, WorkflowOrchestrator,
+  // No database: `transaction: true` is refused at startup (these are injected as optional).
+  IdempotencyTransactions, TransactionalSteps,
 ];
 
 function tokenOf(provider: Provider): unknown {

@@ -4,6 +4,7 @@ import type { IdempotencyModuleOptions } from '../interfaces/idempotency-options
 import type { ResolvedRetentionOptions } from '../retention/retention.interfaces';
 import type { ResolvedHttpOptions, ResolvedOptions, ResolvedWorkflowOptions } from '../interfaces/resolved-options';
 import { DEFAULT_PROBLEM_TYPE_BASE } from '../http/problem-details';
+import { resolveTransactionSetting, TransactionSetting } from '../transaction/transaction-options';
 import { parseDuration } from './duration';
 import { KeyTracker } from './known-keys';
 import { MAX_TIMER_MS } from './long-timer';
@@ -61,6 +62,13 @@ class Checker {
       return fallback;
     }
     return parsed;
+  }
+
+  /** `transaction` and `isolation` of an options object (see resolveTransactionSetting). */
+  transaction(prefix: string, options: { transaction?: unknown; isolation?: unknown }, inherited?: TransactionSetting): TransactionSetting {
+    const { value, problems } = resolveTransactionSetting({ transaction: options.transaction, isolation: options.isolation }, inherited);
+    for (const p of problems) this.fail(`${prefix}${p.option}`, p.message);
+    return value;
   }
 
   boolean(option: string, value: unknown, fallback: boolean): boolean {
@@ -236,6 +244,7 @@ function resolveHttp(c: Checker, value: unknown): ResolvedHttpOptions {
     waitMs: wait,
     retryableStatuses: c.statusList('http.retryableStatuses', o.retryableStatuses, DEFAULT_RETRYABLE_STATUSES),
     storeServerErrors: c.boolean('http.storeServerErrors', o.storeServerErrors, false),
+    transaction: c.transaction('http.', o),
   };
 }
 
@@ -326,6 +335,7 @@ export function resolveRouteOptions(base: ResolvedHttpOptions, route: Record<str
     waitMs: merged.wait === undefined ? base.waitMs : merged.wait === false ? 0 : c.duration('wait', merged.wait, 0, { positive: true }),
     retryableStatuses: c.statusList('retryableStatuses', merged.retryableStatuses, base.retryableStatuses),
     storeServerErrors: c.boolean('storeServerErrors', merged.storeServerErrors, base.storeServerErrors),
+    transaction: c.transaction('', merged, base.transaction),
   };
   c.rejectUnknownKeys();
   if (c.problems.length > 0) throw new IdempotencyConfigError(c.problems.map((p) => `@Idempotent() on ${where}: ${p}`));

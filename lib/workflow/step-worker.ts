@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { Job, Worker } from 'bullmq';
 import { StepTimeoutError } from '../errors/step-timeout.error';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
@@ -14,6 +14,7 @@ import type { StepContext } from './workflow.interfaces';
 import { RegisteredStep, WorkflowRegistry } from './workflow.registry';
 import { stepJobId, WorkflowQueues } from './workflow-queues';
 import { LongTimer, setLongTimeout } from '../utils/long-timer';
+import { TransactionalSteps } from '../transaction/transactional-steps';
 
 /**
  * Runs step jobs: checks Postgres first (an existing checkpoint is adopted, a cancelled execution runs nothing),
@@ -32,6 +33,7 @@ export class StepWorker {
     private readonly registry: WorkflowRegistry,
     private readonly store: WorkflowStore,
     private readonly queues: WorkflowQueues,
+    @Optional() private readonly transactional?: TransactionalSteps,
   ) {
     this.handBack = new JobHandBack(this.logger, options.workflows.pollIntervalMs);
   }
@@ -86,8 +88,12 @@ export class StepWorker {
           return { kind: 'stopped', status: state.status };
         }
         const attempt = job.attemptsMade + 1;
-        const outcome = await this.attempt(step, instance, data, attempt);
-        ({ checkpoint } = await this.store.checkpoint(data.executionId, data.position, step.name, outcome, attempt, data.argsHash ?? null));
+        const write = (outcome: StepOutcome) => this.store.checkpoint(data.executionId, data.position, step.name, outcome, attempt, data.argsHash ?? null);
+        const run = () => this.attempt(step, instance, data, attempt);
+        // @Step({ transaction: true }): the step's writes and its checkpoint commit together (the explorer checked `transactional` exists)
+        ({ checkpoint } = step.transaction && this.transactional
+          ? await this.transactional.run(step.transaction.isolation, { executionId: data.executionId, position: data.position, name: step.name, attempts: attempt, argsHash: data.argsHash ?? null }, run, write)
+          : await write(await run()));
       }
       // The outcome goes to a waiter in this process directly; BullMQ only learns that it is in Postgres.
       this.queues.notify(queue, jobId, { kind: 'checkpoint', checkpoint });

@@ -4,7 +4,7 @@ describe('workflow definition validation', () => {
   it('fills in defaults', () => {
     const problems: string[] = [];
     expect(checkWorkflowOptions({}, 'Orders', problems)).toEqual({ name: 'Orders', queue: 'workflows', identity: 'strict', timeoutMs: undefined, retentionMs: undefined });
-    expect(checkStepOptions({}, 'charge', 'w', problems)).toEqual({ name: 'charge', attempts: 1, backoff: undefined, timeoutMs: undefined, queue: 'steps' });
+    expect(checkStepOptions({}, 'charge', 'w', problems)).toEqual({ name: 'charge', attempts: 1, backoff: undefined, timeoutMs: undefined, queue: 'steps', transaction: false });
     expect(problems).toEqual([]);
   });
 

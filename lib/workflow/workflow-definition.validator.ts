@@ -1,10 +1,11 @@
+import { resolveTransactionSetting, TransactionSetting } from '../transaction/transaction-options';
 import { parseDuration } from '../utils/duration';
 import { nearestKey } from '../utils/known-keys';
 import { DEFAULT_STEP_QUEUE, DEFAULT_WORKFLOW_QUEUE } from './workflow.constants';
 import type { StepBackoff, StepOptions, WorkflowIdentity, WorkflowOptions } from './workflow.interfaces';
 
 const WORKFLOW_KEYS = ['name', 'queue', 'identity', 'timeout', 'retention'];
-const STEP_KEYS = ['name', 'attempts', 'backoff', 'timeout', 'queue'];
+const STEP_KEYS = ['name', 'attempts', 'backoff', 'timeout', 'queue', 'transaction', 'isolation'];
 const IDENTITIES: WorkflowIdentity[] = ['strict', 'caller_provided', 'always_unique'];
 const QUEUE_NAME = /^[\w.-]{1,100}$/;
 
@@ -24,6 +25,7 @@ export interface CheckedStepOptions {
   backoff?: StepBackoff;
   timeoutMs?: number;
   queue: string;
+  transaction: TransactionSetting;
 }
 
 function name(value: unknown, fallback: string, where: string, problems: string[]): string {
@@ -114,5 +116,12 @@ export function checkStepOptions(options: StepOptions, method: string, where: st
     backoff: backoff(options.backoff, where, problems),
     timeoutMs: duration(options.timeout, where, 'timeout', problems),
     queue: queue(options.queue, DEFAULT_STEP_QUEUE, where, problems),
+    transaction: stepTransaction(options, where, problems),
   };
+}
+
+function stepTransaction(options: StepOptions, where: string, problems: string[]): TransactionSetting {
+  const { value, problems: found } = resolveTransactionSetting(options);
+  for (const p of found) problems.push(`${where}: ${p.option}: ${p.message}`);
+  return value;
 }

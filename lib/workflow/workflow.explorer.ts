@@ -1,10 +1,11 @@
-import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, OnModuleInit, Optional } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { WorkflowDefinitionError } from '../errors/workflow-definition.error';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { checkStepOptions, checkWorkflowOptions } from './workflow-definition.validator';
+import { TransactionalSteps } from '../transaction/transactional-steps';
 import { WorkflowExecutor } from './workflow.executor';
 import { WorkflowMetadataAccessor } from './workflow-metadata.accessor';
 import { RegisteredStep, RegisteredWorkflow, WorkflowRegistry } from './workflow.registry';
@@ -23,6 +24,7 @@ export class WorkflowExplorer implements OnModuleInit {
     private readonly metadata: WorkflowMetadataAccessor,
     private readonly registry: WorkflowRegistry,
     private readonly executor: WorkflowExecutor,
+    @Optional() private readonly transactionalSteps?: TransactionalSteps,
   ) {}
 
   onModuleInit(): void {
@@ -78,6 +80,9 @@ export class WorkflowExplorer implements OnModuleInit {
       if (clash) {
         problems.push(`${className}: steps ${String(clash.method)} and ${method} share the name "${checked.name}"; step names must be unique within a workflow`);
         continue;
+      }
+      if (checked.transaction && !this.transactionalSteps) {
+        problems.push(`${where}: transaction: true needs the Postgres store of IdempotencyModule.forRoot(); this module has none (IdempotencyTestingModule?)`);
       }
       steps.set(checked.name, { ...checked, owner: options.name, method: declared.method, original: original as RegisteredStep['original'] });
     }

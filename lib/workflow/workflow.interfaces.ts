@@ -1,3 +1,4 @@
+import type { TransactionIsolation } from '../transaction/transaction-options';
 import type { StoredError } from '../errors/workflow-failed.error';
 import type { Duration } from '../utils/duration';
 
@@ -33,6 +34,13 @@ export interface StepOptions {
   timeout?: Duration;
   /** BullMQ queue of this step's jobs. Default `"steps"`. */
   queue?: string;
+  /**
+   * Run the step in a Postgres transaction of the library (`currentTransaction()`) that also writes its checkpoint:
+   * its database writes then happen exactly once, even when a worker dies mid-step or two workers finish it. Default false.
+   */
+  transaction?: boolean;
+  /** Isolation level of that transaction. Default `"read committed"`. */
+  isolation?: TransactionIsolation;
 }
 
 /** Status of an execution. `failed`, `cancelled` and `timed_out` free its workflow id for a new execution. */

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { WorkflowNotFoundError } from '../errors/workflow-not-found.error';
+import type { TransactionSetting } from '../transaction/transaction-options';
 import type { StepBackoff, WorkflowIdentity } from './workflow.interfaces';
 
 /** A validated `@Step()` method. */
@@ -15,6 +16,8 @@ export interface RegisteredStep {
   backoff?: StepBackoff;
   timeoutMs?: number;
   queue: string;
+  /** `@Step({ transaction: true })`: the step's writes and its checkpoint commit together. */
+  transaction: TransactionSetting;
 }
 
 /** A validated `@Workflow()` provider. */

@@ -34,7 +34,7 @@ describe('idempotencyOptionsFromEnv', () => {
       IDEMPOTENCY_REDIS_BREAKER_THRESHOLD: '5', IDEMPOTENCY_REDIS_BREAKER_RESET: '10s', IDEMPOTENCY_MIGRATIONS_RUN: 'false',
       IDEMPOTENCY_HTTP_ENABLED: 'true', IDEMPOTENCY_HEADER: 'X-Request-Key', IDEMPOTENCY_TTL: '12h', IDEMPOTENCY_LOCK_TIMEOUT: '10s',
       IDEMPOTENCY_REQUIRED: 'true', IDEMPOTENCY_METHODS: 'POST, PUT', IDEMPOTENCY_REPLAY_HEADERS: 'X-Trace', IDEMPOTENCY_IGNORE_BODY_FIELDS: 'meta.sentAt,nonce',
-      IDEMPOTENCY_FAIL_OPEN: 'false', IDEMPOTENCY_WAIT: '5s',
+      IDEMPOTENCY_FAIL_OPEN: 'false', IDEMPOTENCY_WAIT: '5s', IDEMPOTENCY_TRANSACTION: 'true', IDEMPOTENCY_ISOLATION: 'serializable',
       RETENTION_DEFAULT: '3d', RETENTION_WORKFLOWS: '14d', RETENTION_QUEUES: 'payments=30d, ephemeral=0', RETENTION_INBOX: '90d',
       RETENTION_CLEANUP_INTERVAL: '15m', RETENTION_BATCH_SIZE: '500',
       WORKFLOWS_QUEUE_PREFIX: '{orders}', WORKFLOWS_CONCURRENCY: '4', WORKFLOWS_WORKFLOW_CONCURRENCY: '40', WORKFLOWS_RECOVERY_INTERVAL: '10s',
@@ -48,6 +48,7 @@ describe('idempotencyOptionsFromEnv', () => {
     expect(r.http).toMatchObject({
       enabled: true, header: 'x-request-key', ttlMs: 43_200_000, leaseMs: 10_000, required: true, methods: new Set(['POST', 'PUT']),
       replayHeaders: ['X-Trace'], ignoreBodyFields: ['meta.sentAt', 'nonce'], failOpen: false, waitMs: 5000,
+      transaction: { isolation: 'serializable' },
     });
     expect(r.workflows).toEqual({
       queuePrefix: '{orders}', concurrency: 4, workflowConcurrency: 40, recoveryIntervalMs: 10_000, maxRecoveryAttempts: 3,

@@ -1,5 +1,5 @@
 import { ConfigService } from '@nestjs/config';
-import type { IdempotencyModuleOptions } from '../../lib';
+import type { IdempotencyModuleOptions, TransactionIsolation } from '../../lib';
 import { idempotencyScope } from '../auth/principal';
 
 /** Reads one optional setting; an absent or empty variable leaves the library's default. */
@@ -58,6 +58,8 @@ export function idempotencyOptionsFromEnv(config: ConfigService): IdempotencyMod
       ignoreBodyFields: list(env('IDEMPOTENCY_IGNORE_BODY_FIELDS')),
       failOpen: bool(env('IDEMPOTENCY_FAIL_OPEN')),
       wait: durationOrFalse(env('IDEMPOTENCY_WAIT')),
+      transaction: bool(env('IDEMPOTENCY_TRANSACTION')),
+      isolation: env('IDEMPOTENCY_ISOLATION') as TransactionIsolation | undefined,
       // Never from a header the client chooses: see idempotencyScope.
       scope: idempotencyScope,
     }),

@@ -1,4 +1,5 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import { currentTransaction } from '../../lib';
 import { Pool } from 'pg';
 import { PG_POOL } from '../database/database.module';
 import type { CreatePaymentDto } from './create-payment.dto';
@@ -32,8 +33,12 @@ export class LedgerRepository implements OnModuleInit {
       )`);
   }
 
+  /**
+   * Writes the charge in the idempotency library's transaction (the route is `transaction: true`): the row commits
+   * if and only if the response is stored, so a crash before that leaves no charge and the retry charges once.
+   */
   async insert(charge: CreatePaymentDto): Promise<Payment> {
-    const { rows } = await this.pool.query<LedgerRow>(
+    const rows = await currentTransaction().query<LedgerRow[]>(
       'INSERT INTO ledger (amount, currency) VALUES ($1, $2) RETURNING id, amount, currency, created_at',
       [charge.amount, charge.currency],
     );

@@ -30,7 +30,7 @@ interface ExecutionRow extends QueryResultRow {
   deadline_at: Date | null;
 }
 
-interface StepRow extends QueryResultRow {
+export interface StepRow extends QueryResultRow {
   position: number;
   name: string;
   status: 'completed' | 'failed' | 'retrying';
@@ -77,7 +77,7 @@ function toRecorded(row: StepRow): RecordedStep {
 }
 
 /** A checkpoint row: every statement but the journal reads excludes `retrying` rows. */
-function toCheckpoint(row: StepRow): StepCheckpoint {
+export function toCheckpoint(row: StepRow): StepCheckpoint {
   return toRecorded(row) as StepCheckpoint;
 }
 

@@ -1,0 +1,75 @@
+// Issue 8, behaviour 3 over HTTP: an app killed with SIGKILL after the handler wrote and before the commit leaves
+// nothing; the retry (on another instance) runs once; one ledger row in the end.
+import { Controller, Headers, INestApplication, Post } from '@nestjs/common';
+import { ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import request from 'supertest';
+import { currentTransaction, Idempotent } from '../../lib';
+import { listen, waitUntil } from '../support/resilience';
+import { ADAPTERS, createTestApp, databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
+
+jest.setTimeout(120_000);
+
+const ROOT = join(__dirname, '..', '..');
+let ledgerTable = '';
+
+@Controller()
+class ChargeController {
+  @Post('charges')
+  @Idempotent({ transaction: true })
+  async charge(@Headers('idempotency-key') key: string): Promise<{ charged: string }> {
+    await currentTransaction().query(`INSERT INTO ${ledgerTable} (charge_id) VALUES ($1)`, [key]);
+    return { charged: key };
+  }
+}
+
+describe.each(ADAPTERS)('transactional route killed with SIGKILL mid-charge (%s)', (adapter) => {
+  const schema = uniqueSchema('txk');
+  let app: INestApplication;
+  let url: string;
+
+  const rows = async (key: string): Promise<number> =>
+    Number((await sql<{ n: string }>(`SELECT count(*) AS n FROM "${schema}".ledger WHERE charge_id = $1`, [key]))[0].n);
+
+  beforeAll(async () => {
+    await sql(`CREATE SCHEMA "${schema}"; CREATE TABLE "${schema}".ledger (id serial PRIMARY KEY, charge_id text NOT NULL)`);
+    ledgerTable = `"${schema}".ledger`;
+    app = await createTestApp({ adapter, schema, controllers: [ChargeController] });
+    url = await listen(app);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('leaves no ledger row; the retry charges exactly once', async () => {
+    ledgerTable = `"${schema}".ledger`;
+    const child: ChildProcess = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', join(__dirname, 'fixtures', 'tx-crash-app.ts')], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: databaseUrl(), REDIS_URL: redisUrl(), IDEM_SCHEMA: schema, IDEM_ADAPTER: adapter, TS_NODE_PROJECT: join(ROOT, 'tsconfig.json') },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const lines: string[] = [];
+    createInterface({ input: child.stdout! }).on('line', (line) => lines.push(line));
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      const listening = await waitUntil(`the child listens (output: ${lines.join(' | ')})`, () => lines.find((l) => l.startsWith('LISTENING ')), { timeoutMs: 60_000 });
+      const childUrl = listening.slice('LISTENING '.length);
+      void request(childUrl).post('/charges').set('Idempotency-Key', 'k-crash').send({ amount: 1 }).then(() => undefined, () => undefined);
+      await waitUntil(`the child wrote (output: ${lines.join(' | ')})`, () => lines.includes('WROTE k-crash'), { timeoutMs: 30_000 });
+    } finally {
+      child.kill('SIGKILL');
+      await exited;
+    }
+    expect(await rows('k-crash')).toBe(0);
+    const retried = await waitUntil('the dead holder lease lapsed and the retry ran', async () => {
+      const res = await request(url).post('/charges').set('Idempotency-Key', 'k-crash').send({ amount: 1 });
+      return res.status === 201 ? res : undefined;
+    }, { timeoutMs: 30_000, intervalMs: 200 });
+    expect(retried.headers['idempotent-replayed']).toBeUndefined();
+    const replay = await request(url).post('/charges').set('Idempotency-Key', 'k-crash').send({ amount: 1 });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(await rows('k-crash')).toBe(1);
+  });
+});

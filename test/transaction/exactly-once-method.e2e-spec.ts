@@ -1,0 +1,251 @@
+import { Injectable, INestApplicationContext, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { Test } from '@nestjs/testing';
+import { ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import {
+  currentTransaction, DuplicateExecutionError, IdempotencyConfigError, IdempotencyModule, IdempotencyService, IdempotencyTestingModule,
+  IdempotentMethod, InboxService, LeaseLostError, NotInTransactionError, StoredFailureError, StoreUnavailableError,
+} from '../../lib';
+import { IdempotencyConnections } from '../../lib/storage/idempotency-connections';
+import { TransactionalCall } from '../../lib/transaction/transactional-call';
+import { gate, waitUntil } from '../support/resilience';
+import { databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
+import { LedgerService } from './fixtures/ledger';
+
+const ROOT = join(__dirname, '..', '..');
+
+describe('transaction: true on @IdempotentMethod() and IdempotencyService.run()', () => {
+  const schema = uniqueSchema('txm');
+  let app: INestApplicationContext;
+  let ledger: LedgerService;
+  let engine: IdempotencyService;
+
+  const rows = async (id: string): Promise<number> =>
+    Number((await sql<{ n: string }>(`SELECT count(*) AS n FROM "${schema}".ledger WHERE charge_id = $1`, [id]))[0].n);
+  const record = async (key: string): Promise<{ status: string; locked_until: Date | null } | undefined> =>
+    (await sql<{ status: string; locked_until: Date | null }>(
+      `SELECT status, locked_until FROM "${schema}".idempotency_records WHERE key = $1 ORDER BY id DESC LIMIT 1`, [key],
+    ))[0];
+
+  beforeAll(async () => {
+    await sql(`CREATE SCHEMA "${schema}"; CREATE TABLE "${schema}".ledger (id serial PRIMARY KEY, charge_id text NOT NULL, amount int NOT NULL)`);
+    LedgerService.schema = schema;
+    @Module({
+      imports: [IdempotencyModule.forRoot({ postgres: { url: databaseUrl(), schema }, redis: { url: redisUrl(), keyPrefix: schema }, migrationsRun: true })],
+      providers: [LedgerService],
+    })
+    class LedgerModule {}
+    app = await NestFactory.createApplicationContext(LedgerModule, { logger: false });
+    ledger = app.get(LedgerService);
+    engine = app.get(IdempotencyService);
+  });
+
+  afterAll(async () => {
+    await app.close();
+  });
+
+  afterEach(() => {
+    ledger.hold = () => Promise.resolve();
+    jest.restoreAllMocks();
+  });
+
+  it('commits the handler writes and the stored result together, renewing the lease meanwhile', async () => {
+    const held = gate();
+    ledger.hold = () => held.promise;
+    const first = ledger.charge('c1', 100);
+    const claimed = await waitUntil('the claim is recorded', () => record('LedgerService.charge:c1'));
+    // The lease is renewed while the transaction is open (no deadlock against it), and nothing is visible yet.
+    await waitUntil('the lease was renewed', async () => (await record('LedgerService.charge:c1'))!.locked_until!.getTime() > claimed.locked_until!.getTime());
+    expect(await rows('c1')).toBe(0);
+    expect((await record('LedgerService.charge:c1'))!.status).toBe('in_progress');
+    held.open();
+    expect(await first).toEqual({ id: 'c1', amount: 100 });
+    expect(await rows('c1')).toBe(1);
+    expect((await record('LedgerService.charge:c1'))!.status).toBe('completed');
+    expect(await ledger.charge('c1', 100)).toEqual({ id: 'c1', amount: 100 });
+    expect(await rows('c1')).toBe(1);
+  });
+
+  it('rolls back the writes of a call that throws and releases the key, so a retry runs once', async () => {
+    await expect(ledger.charge('c2', 100, 'card declined')).rejects.toThrow('card declined');
+    expect(await rows('c2')).toBe(0);
+    expect((await record('LedgerService.charge:c2'))!.status).toBe('failed');
+    expect(await ledger.charge('c2', 100)).toEqual({ id: 'c2', amount: 100 });
+    expect(await rows('c2')).toBe(1);
+  });
+
+  it('stores a final failure (onFailure "lock") after rolling back its writes', async () => {
+    await expect(ledger.chargeOnce('c3', 100, 'card declined')).rejects.toThrow('card declined');
+    await expect(ledger.chargeOnce('c3', 100)).rejects.toBeInstanceOf(StoredFailureError);
+    expect(await rows('c3')).toBe(0);
+  });
+
+  it('rolls back a holder that lost its lease: it gets LeaseLostError, the winner effect stays, exactly once', async () => {
+    jest.spyOn(engine, 'keepAlive').mockImplementation(() => () => undefined); // a holder that stopped renewing (e.g. a stalled event loop)
+    const held = gate();
+    let calls = 0;
+    ledger.hold = () => (++calls === 1 ? held.promise : Promise.resolve());
+    const loser = ledger.charge('c4', 100);
+    await waitUntil('the first call wrote', () => calls === 1);
+    await waitUntil('its lease lapsed', async () => (await record('LedgerService.charge:c4'))!.locked_until!.getTime() < Date.now() - 50, { timeoutMs: 20_000 });
+    const winner = await waitUntil('a second call took the key over', async () => {
+      try {
+        return await ledger.charge('c4', 100);
+      } catch (err) {
+        if (err instanceof DuplicateExecutionError) return undefined;
+        throw err;
+      }
+    });
+    expect(winner).toEqual({ id: 'c4', amount: 100 });
+    held.open();
+    await expect(loser).rejects.toBeInstanceOf(LeaseLostError);
+    expect(await rows('c4')).toBe(1);
+    expect((await record('LedgerService.charge:c4'))!.status).toBe('completed');
+  });
+
+  it('leaves nothing of a process killed with SIGKILL between its write and its commit; the retry charges once', async () => {
+    const child: ChildProcess = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', join(__dirname, 'fixtures', 'ledger-worker.ts'), 'c5'], {
+      cwd: ROOT,
+      env: { ...process.env, TEST_SCHEMA: schema, DATABASE_URL: databaseUrl(), REDIS_URL: redisUrl(), TS_NODE_PROJECT: join(ROOT, 'tsconfig.json') },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const lines: string[] = [];
+    createInterface({ input: child.stdout! }).on('line', (line) => lines.push(line));
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      await waitUntil(`the worker wrote its ledger row (output: ${lines.join(' | ')})`, () => lines.includes('WROTE c5'), { timeoutMs: 60_000 });
+    } finally {
+      child.kill('SIGKILL');
+      await exited;
+    }
+    expect(await rows('c5')).toBe(0);
+    const retried = await waitUntil('the dead holder lease lapsed and the retry ran', async () => {
+      try {
+        return await ledger.charge('c5', 100);
+      } catch (err) {
+        if (err instanceof DuplicateExecutionError) return undefined;
+        throw err;
+      }
+    }, { timeoutMs: 30_000, intervalMs: 100 });
+    expect(retried).toEqual({ id: 'c5', amount: 100 });
+    expect(await ledger.charge('c5', 100)).toEqual({ id: 'c5', amount: 100 });
+    expect(await rows('c5')).toBe(1);
+  }, 90_000);
+
+  it('runs IdempotencyService.run() in a transaction of the requested isolation level, read committed by default', async () => {
+    const level = await engine.run('iso-1', async () => {
+      const [{ transaction_isolation }] = await currentTransaction().query<{ transaction_isolation: string }[]>('SHOW transaction_isolation');
+      return transaction_isolation;
+    }, { transaction: true, isolation: 'serializable' });
+    expect(level).toBe('serializable');
+    const defaultLevel = await engine.run('iso-2', async () => {
+      const [{ transaction_isolation }] = await currentTransaction().query<{ transaction_isolation: string }[]>('SHOW transaction_isolation');
+      return transaction_isolation;
+    }, { transaction: true });
+    expect(defaultLevel).toBe('read committed');
+  });
+
+  it('nests a transactional call inside another as a savepoint: both commit with the outer one', async () => {
+    await expect(engine.run('outer-1', async () => {
+      await currentTransaction().query(`INSERT INTO "${schema}".ledger (charge_id, amount) VALUES ('n1', 1)`);
+      await ledger.charge('n2', 2);
+      throw new Error('outer fails');
+    }, { transaction: true })).rejects.toThrow('outer fails');
+    expect(await rows('n1')).toBe(0);
+    expect(await rows('n2')).toBe(0);
+  });
+
+  it('refuses currentTransaction() outside a transaction with a named error', async () => {
+    expect(() => currentTransaction()).toThrow(NotInTransactionError);
+    await expect(engine.run('plain-1', () => currentTransaction())).rejects.toBeInstanceOf(NotInTransactionError);
+  });
+
+  it('refuses isolation without transaction, and an unknown isolation level, when the class is loaded', () => {
+    expect(() => IdempotentMethod({ isolation: 'serializable' })).toThrow(/isolation: only applies with transaction: true/);
+    expect(() => IdempotentMethod({ transaction: true, isolation: 'snapshot' as never })).toThrow(/isolation: expected one of "read committed"/);
+  });
+});
+
+describe('transaction: true without a Postgres store', () => {
+  it('fails at startup for http.transaction under IdempotencyTestingModule', async () => {
+    const moduleRef = await Test.createTestingModule({ imports: [IdempotencyTestingModule.forRoot({ http: { transaction: true } })] }).compile().catch((err: unknown) => err);
+    expect(moduleRef).toBeInstanceOf(IdempotencyConfigError);
+    expect((moduleRef as Error).message).toMatch(/http\.transaction: the transactional mode needs Postgres/);
+  });
+
+  it('fails at startup under IdempotencyTestingModule, naming the method', async () => {
+    @Injectable()
+    class Payments {
+      @IdempotentMethod({ transaction: true })
+      async pay(): Promise<void> {}
+    }
+    const moduleRef = await Test.createTestingModule({ imports: [IdempotencyTestingModule.forRoot()], providers: [Payments] }).compile();
+    await expect(moduleRef.init()).rejects.toThrow(IdempotencyConfigError);
+    await expect(moduleRef.init()).rejects.toThrow(/@IdempotentMethod\(\) on Payments.pay: transaction: true needs the Postgres store/);
+  });
+});
+
+describe('currentTransaction() in an InboxService handler', () => {
+  const schema = uniqueSchema('txi');
+  let app: INestApplicationContext;
+  let inbox: InboxService;
+
+  beforeAll(async () => {
+    await sql(`CREATE SCHEMA "${schema}"; CREATE TABLE "${schema}".ledger (id serial PRIMARY KEY, charge_id text NOT NULL, amount int NOT NULL)`);
+    @Module({ imports: [IdempotencyModule.forRoot({ postgres: { url: databaseUrl(), schema }, redis: false, migrationsRun: true })] })
+    class InboxModule {}
+    app = await NestFactory.createApplicationContext(InboxModule, { logger: false });
+    inbox = app.get(InboxService);
+  });
+
+  afterAll(async () => {
+    await app.close();
+  });
+
+  it('is the handler transaction: its writes roll back with the message id, and a redelivery runs once', async () => {
+    const write = () => currentTransaction().query(`INSERT INTO "${schema}".ledger (charge_id, amount) VALUES ('m1', 1)`);
+    await expect(inbox.process('m1', 'payments', async (manager) => {
+      expect(currentTransaction()).toBe(manager);
+      await write();
+      throw new Error('handler failed');
+    })).rejects.toThrow('handler failed');
+    expect(await inbox.process('m1', 'payments', write)).toMatchObject({ status: 'processed' });
+    expect(await inbox.process('m1', 'payments', write)).toEqual({ status: 'duplicate' });
+    await inbox.processBatch([{ id: 'm2' }], 'payments', (manager) => Promise.resolve(expect(currentTransaction()).toBe(manager)));
+    expect((await sql<{ n: string }>(`SELECT count(*) AS n FROM "${schema}".ledger`))[0].n).toBe('1');
+  });
+});
+
+describe('transactional mode when every pooled connection is busy', () => {
+  const schema = uniqueSchema('txp');
+  let app: INestApplicationContext;
+
+  beforeAll(async () => {
+    @Module({ imports: [IdempotencyModule.forRoot({ postgres: { url: databaseUrl(), schema, poolSize: 2 }, redis: false, migrationsRun: true })] })
+    class PoolModule {}
+    app = await NestFactory.createApplicationContext(PoolModule, { logger: false });
+  });
+
+  afterAll(async () => {
+    await app.close();
+  });
+
+  it('gives up opening the transaction after one lease with StoreUnavailableError, and releases the key', async () => {
+    const engine = app.get(IdempotencyService);
+    const begun = await engine.begin({ scope: 'method:default', key: 'pool-1', fingerprint: '', leaseMs: 500, ttlMs: 60_000 });
+    if (begun.kind !== 'acquired') throw new Error(`expected to acquire the key, got ${begun.kind}`);
+    const pool = app.get(IdempotencyConnections).pool;
+    const busy = [await pool.connect(), await pool.connect()];
+    try {
+      const call = new TransactionalCall(engine, engine.transactionsFor('test'), begun.claim, 'read committed');
+      await expect(call.open()).rejects.toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      for (const client of busy) client.release();
+    }
+    await waitUntil('the key was released', async () => (await sql<{ status: string }>(
+      `SELECT status FROM "${schema}".idempotency_records WHERE key = 'pool-1'`))[0]?.status === 'failed');
+    expect(await engine.run('pool-1', () => 'ran again', { transaction: true })).toBe('ran again');
+  });
+});

@@ -132,6 +132,13 @@ describe('adoption: the packed package installed in an app outside the repositor
     expect(await run(bin, ['migrate', '--check', '--schema', schema], app, env)).toMatchObject({ code: 0, stdout: `schema "${schema}" is up to date\n` });
   });
 
+  it('exits 3, not the 1 of "pending migrations", when Postgres cannot be reached', async () => {
+    const bin = join(app, 'node_modules', '.bin', 'nestjs-idempotency');
+    // Port 1 on loopback: nothing listens there, the connection is refused at once.
+    const unreachable = await run(bin, ['migrate', '--check'], app, { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/postgres' });
+    expect([unreachable.code, unreachable.stderr]).toEqual([3, expect.stringContaining('ECONNREFUSED')]);
+  });
+
   it('type-checks a consumer against the shipped declarations', async () => {
     writeFileSync(join(app, 'consumer.ts'), [
       "import { IDEMPOTENCY_MIGRATIONS, IdempotencyInterceptor, IdempotencyModule, IdempotencyTestingModule, type IdempotencyModuleOptions } from 'nestjs-idempotency';",

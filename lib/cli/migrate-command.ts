@@ -1,6 +1,6 @@
 import { pendingMigrations, runMigrations, withMigrationConnection } from '../storage/postgres/schema-migrator';
 
-/** What the command printed and its exit code (0 done or up to date, 1 `--check` found pending migrations, 2 usage error). */
+/** What the command printed and its exit code (0 done or up to date, 1 `--check` found pending migrations, 2 usage error; the bin exits 3 when it throws). */
 export interface CommandResult {
   code: number;
   out: string[];

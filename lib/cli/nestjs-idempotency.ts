@@ -11,6 +11,7 @@ migrateCommand(process.argv.slice(2), process.env).then(
   },
   (error: unknown) => {
     process.stderr.write(`nestjs-idempotency: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = 1;
+    // Not 1: `migrate --check` uses 1 for "pending migrations", which a pipeline must not read into an outage.
+    process.exitCode = 3;
   },
 );

@@ -55,6 +55,11 @@ describe('public errors (every Error subclass exported by lib/index.ts)', () => 
     expect(codes.filter((code, i) => codes.indexOf(code) !== i)).toEqual([]);
   });
 
+  it('an HTTP problem\'s message is its detail, so an app\'s exception filter can show it', () => {
+    const problem = new api.IdempotencyProblemException('missing-key', 'this endpoint requires the idempotency-key header');
+    expect([problem.message, problem.code]).toEqual(['this endpoint requires the idempotency-key header', 'HTTP_MISSING_KEY']);
+  });
+
   it('option errors of workflows are IdempotencyConfigError, and an exhausted recovery is a WorkflowFailedError', () => {
     expect(new api.WorkflowDefinitionError(['x'])).toBeInstanceOf(api.IdempotencyConfigError);
     expect(new api.RecoveryAttemptsExhaustedError('e', { name: 'Error', message: 'boom' })).toBeInstanceOf(api.WorkflowFailedError);

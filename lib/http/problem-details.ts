@@ -54,6 +54,8 @@ export class IdempotencyProblemException extends HttpException {
     const { status, title } = IDEMPOTENCY_PROBLEMS[problemType];
     const body: ProblemDetails = { type: `${typeBase}${problemType}`, title, status, detail, code: problemType };
     super(body, status);
+    // Nest would name it "Idempotency Problem Exception"; an app's filter that logs or sends `message` gets the detail.
+    this.message = detail;
     this.code = `HTTP_${problemType.toUpperCase().replace(/-/g, '_')}`;
     this.body = body;
   }

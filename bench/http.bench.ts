@@ -389,7 +389,9 @@ async function benchAdapter(adapter: AdapterName, schemas: Record<'redis' | 'pg'
 const DRIFT_WARNING = 0.15;
 
 function report(adapter: AdapterName, { results, baselineAgain }: AdapterRun): void {
-  const base = results.find((r) => r.spec.id === '0')!.rps;
+  const bare = results.find((r) => r.spec.id === '0')!;
+  const base = bare.rps;
+  const cpuPer = (r: CaseResult) => r.handler.cpuMicros / Math.max(r.result.requests.total, 1);
   const row = (label: string, result: autocannon.Result) => {
     const rps = result.requests.total / result.duration;
     const s201 = statusCount(result, 201);
@@ -400,9 +402,12 @@ function report(adapter: AdapterName, { results, baselineAgain }: AdapterRun): v
     ];
   };
   const rows = [...results.map(({ spec, result }) => row(spec.label, result)), row('(0) again, after the others', baselineAgain)];
+  // Server CPU per request is far less sensitive to other load on a shared machine than req/s.
+  results.forEach((r, i) => rows[i].push(fmt.int(cpuPer(r)), fmt.int(cpuPer(r) - cpuPer(bare))));
+  rows[rows.length - 1].push('', '');
   const name = adapter === 'express' ? 'Express' : 'Fastify';
   process.stdout.write(`\n### ${name}\n\n`);
-  process.stdout.write(`${markdownTable(['Case', 'req/s', 'vs (0)', 'p50 ms', 'p99 ms', 'requests', '201', '409', 'other', 'errors'], rows)}\n`);
+  process.stdout.write(`${markdownTable(['Case', 'req/s', 'vs (0)', 'p50 ms', 'p99 ms', 'requests', '201', '409', 'other', 'errors', 'CPU µs/req', 'over (0)'], rows)}\n`);
   const drift = baselineAgain.requests.total / baselineAgain.duration / base - 1;
   const warnings = results.flatMap((r) => r.warnings.map((w) => `${r.spec.label}: ${w}`));
   const per = (n: number, total: number) => (total > 0 ? (n / total).toFixed(2) : '-');

@@ -1,15 +1,30 @@
-// The Nest app the HTTP benchmark drives: a trivial POST handler behind the idempotency interceptor,
-// the same handler on a @SkipIdempotency() route as the baseline, and handler counters for the checks.
+// The Nest apps the HTTP benchmark drives, each in its own process: a trivial POST handler behind this
+// library's interceptor (and the same handler on a @SkipIdempotency() route), the bare route without any
+// module (the baseline the ratios are taken to), the same route behind @node-idempotency/nestjs with its Redis
+// adapter (the fastest peer), and the floor of a Postgres-only replay: one prepared indexed SELECT per request.
 import 'reflect-metadata';
-import { Body, Controller, Get, Headers, HttpCode, INestApplication, Injectable, Module, OnApplicationBootstrap, Post, Type } from '@nestjs/common';
+import {
+  Body, Controller, Get, Headers, HttpCode, INestApplication, Injectable, Module, OnApplicationBootstrap, OnApplicationShutdown, Post, Type,
+} from '@nestjs/common';
 import { ModuleRef, NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { AddressInfo } from 'node:net';
-import type { Pool } from 'pg';
+import { Pool } from 'pg';
 import { currentTransaction, Idempotent, IdempotencyModule, IdempotencyModuleOptions, SkipIdempotency } from '../lib';
 import { IdempotencyConnections } from '../lib/storage/idempotency-connections';
 
 export type AdapterName = 'express' | 'fastify';
+
+/** What one bench process serves on `POST /orders`. */
+export type BenchAppSpec =
+  /** This library's module (the interceptor acts on /orders; /plain skips it). */
+  | { kind: 'ours'; options: IdempotencyModuleOptions }
+  /** No module at all: the leanest app serving the same route. */
+  | { kind: 'bare' }
+  /** @node-idempotency/nestjs with its Redis storage adapter, its @Idempotent() on the route. */
+  | { kind: 'node-idempotency'; redisUrl: string; keyPrefix: string }
+  /** The route runs one prepared indexed SELECT on the record table (a pg pool of `poolSize`) and answers. */
+  | { kind: 'floor'; databaseUrl: string; schema: string; poolSize: number };
 
 /**
  * What the handler saw: how often it ran, and how often it ran twice for one key (which must never happen);
@@ -26,6 +41,8 @@ export interface HandlerStatsSnapshot {
   preparedPerConnection: number[];
   /** False when the module's pool could not be found, so queries were not counted. */
   counting: boolean;
+  /** CPU time (user + system) this server process used since the last reset, in µs: less sensitive to other load than req/s. */
+  cpuMicros: number;
 }
 
 @Injectable()
@@ -37,6 +54,7 @@ class HandlerStats {
   pool?: Pool;
 
   private redisCommands: Record<string, number> = {};
+  private cpuSince = process.cpuUsage();
 
   query(name: string): void {
     this.queries[name] = (this.queries[name] ?? 0) + 1;
@@ -64,6 +82,7 @@ class HandlerStats {
       redisCommands: { ...this.redisCommands },
       preparedPerConnection: clients.map((c) => Object.keys(c.connection?.parsedStatements ?? {}).length),
       counting: this.pool !== undefined,
+      cpuMicros: ((used) => used.user + used.system)(process.cpuUsage(this.cpuSince)),
     };
   }
 
@@ -73,6 +92,7 @@ class HandlerStats {
     this.keys = new Set();
     this.queries = {};
     this.redisCommands = {};
+    this.cpuSince = process.cpuUsage();
   }
 }
 
@@ -87,11 +107,61 @@ function respond(body: OrderBody | undefined): { id: number; status: string; amo
   return { id: ++nextId, status: 'accepted', amount: body?.amount ?? null };
 }
 
+/** The optional per-request work of the measured route (the floor's SELECT), and a hook run at shutdown. */
+@Injectable()
+class RouteWork {
+  run?: (key: string | undefined) => Promise<void>;
+  close?: () => Promise<void>;
+}
+
+/** The controller of every bench app; `decorate` is applied to the measured route (a peer's own decorator). */
+function benchController(decorate?: MethodDecorator): Type<unknown> {
+  @Controller()
+  class BenchController {
+    constructor(private readonly stats: HandlerStats, private readonly work: RouteWork) {}
+
+    /** The measured route: POST, so the interceptor acts on it whenever an Idempotency-Key is sent. */
+    @Post('orders')
+    create(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
+      if (this.work.run) return this.work.run(key).then(() => respond(body));
+      this.stats.record(key);
+      return respond(body);
+    }
+
+    /** The baseline: the same handler with the interceptor skipped. */
+    @Post('plain')
+    @SkipIdempotency()
+    plain(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
+      this.stats.record(key);
+      return respond(body);
+    }
+
+    @Get('stats')
+    @SkipIdempotency()
+    snapshot(): HandlerStatsSnapshot {
+      return this.stats.snapshot();
+    }
+
+    @Post('stats/reset')
+    @SkipIdempotency()
+    @HttpCode(204)
+    reset(): void {
+      this.stats.reset();
+    }
+  }
+  if (decorate) {
+    const descriptor = Object.getOwnPropertyDescriptor(BenchController.prototype, 'create')!;
+    decorate(BenchController.prototype, 'create', descriptor);
+  }
+  return BenchController;
+}
+
 /** The table the insert cases write one row per request to, in the module's database and schema. */
 const ROWS_TABLE = 'bench_rows';
 
+/** Routes of this library's app whose handler inserts one row: (i) without the interceptor, (j) behind it, (k) transactional. */
 @Controller()
-class BenchController implements OnApplicationBootstrap {
+class InsertController implements OnApplicationBootstrap {
   private rowsTable = '';
 
   constructor(
@@ -112,7 +182,7 @@ class BenchController implements OnApplicationBootstrap {
     return via.query(`INSERT INTO ${this.rowsTable} (key, amount) VALUES ($1, $2)`, [key ?? null, body?.amount ?? null]);
   }
 
-  /** (f) The insert baseline: one row per request, no interceptor. */
+  /** (i) The insert baseline: one row per request, no interceptor. */
   @Post('plain-insert')
   @SkipIdempotency()
   async plainInsert(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
@@ -121,7 +191,7 @@ class BenchController implements OnApplicationBootstrap {
     return respond(body);
   }
 
-  /** (g) The same insert behind the interceptor, outside any transaction of the library (claim, insert, completion: three commits). */
+  /** (j) The same insert behind the interceptor, outside any transaction of the library (claim, insert, completion: three commits). */
   @Post('orders-insert')
   async ordersInsert(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
     this.stats.record(key);
@@ -129,7 +199,7 @@ class BenchController implements OnApplicationBootstrap {
     return respond(body);
   }
 
-  /** (h) The same insert in transactional mode: the row commits with the stored response. */
+  /** (k) The same insert in transactional mode: the row commits with the stored response. */
   @Post('orders-tx')
   @Idempotent({ transaction: true })
   async ordersTx(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
@@ -137,44 +207,57 @@ class BenchController implements OnApplicationBootstrap {
     await this.insertRow(key, body, currentTransaction());
     return respond(body);
   }
+}
 
-  /** The measured route: POST, so the interceptor acts on it whenever an Idempotency-Key is sent. */
-  @Post('orders')
-  create(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
-    this.stats.record(key);
-    return respond(body);
-  }
+@Injectable()
+class ShutdownHook implements OnApplicationShutdown {
+  constructor(private readonly work: RouteWork) {}
 
-  /** The baseline: the same handler with the interceptor skipped. */
-  @Post('plain')
-  @SkipIdempotency()
-  plain(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
-    this.stats.record(key);
-    return respond(body);
-  }
-
-  @Get('stats')
-  @SkipIdempotency()
-  snapshot(): HandlerStatsSnapshot {
-    return this.stats.snapshot();
-  }
-
-  @Post('stats/reset')
-  @SkipIdempotency()
-  @HttpCode(204)
-  reset(): void {
-    this.stats.reset();
+  async onApplicationShutdown(): Promise<void> {
+    await this.work.close?.();
   }
 }
 
-function benchModule(options: IdempotencyModuleOptions): Type<unknown> {
+function benchModule(imports: NonNullable<Parameters<typeof Module>[0]>['imports'], decorate?: MethodDecorator, extra: Type<unknown>[] = []): Type<unknown> {
   @Module({
-    imports: [IdempotencyModule.forRoot(options)],
-    controllers: [BenchController],
-    providers: [HandlerStats],
+    imports,
+    controllers: [benchController(decorate), ...extra],
+    providers: [HandlerStats, RouteWork, ShutdownHook],
   })
   class HttpBenchModule {}
   return HttpBenchModule;
+}
+
+/** The module of one bench app; the peer is loaded only when asked for (a dev dependency of the benchmark). */
+async function moduleFor(spec: BenchAppSpec): Promise<Type<unknown>> {
+  switch (spec.kind) {
+    case 'ours':
+      return benchModule([IdempotencyModule.forRoot(spec.options)], undefined, [InsertController]);
+    case 'bare':
+    case 'floor':
+      return benchModule([]);
+    case 'node-idempotency': {
+      const peer = await import('@node-idempotency/nestjs');
+      const storage = { adapter: peer.StorageAdapterEnum.redis, options: { url: spec.redisUrl } };
+      return benchModule([peer.NodeIdempotencyModule.forRootAsync({ storage, cacheKeyPrefix: spec.keyPrefix })], peer.Idempotent());
+    }
+  }
+}
+
+/**
+ * The floor of a Postgres-only replay: the record of the request's key read by one prepared statement on the
+ * (scope, key) index, over a pool of the module's default size.
+ */
+function installFloor(app: INestApplication, spec: Extract<BenchAppSpec, { kind: 'floor' }>): void {
+  const pool = new Pool({ connectionString: spec.databaseUrl, max: spec.poolSize, allowExitOnIdle: true });
+  const text = `SELECT status, fingerprint, result, expires_at FROM "${spec.schema}".idempotency_records WHERE scope = $1 AND key = $2 AND status = 'completed'`;
+  const stats = app.get(HandlerStats);
+  const work = app.get(RouteWork);
+  work.run = async (key) => {
+    const { rowCount } = await pool.query({ name: 'bench_floor', text, values: ['http:', key ?? ''] });
+    if (rowCount !== 1) stats.record(key); // the checks count a missing record as a handler run
+  };
+  work.close = () => pool.end();
 }
 
 export interface BenchApp {
@@ -215,13 +298,14 @@ function countRoundTrips(app: INestApplication): void {
 }
 
 /** A real Nest app (no testing module) on the chosen adapter, logger off, listening on 127.0.0.1 on a free port. */
-export async function startBenchApp(adapter: AdapterName, options: IdempotencyModuleOptions): Promise<BenchApp> {
-  const module = benchModule(options);
+export async function startBenchApp(adapter: AdapterName, spec: BenchAppSpec): Promise<BenchApp> {
+  const module = await moduleFor(spec);
   const app = adapter === 'fastify'
     ? await NestFactory.create<NestFastifyApplication>(module, new FastifyAdapter(), { logger: false, abortOnError: false })
     : await NestFactory.create(module, { logger: false, abortOnError: false });
+  if (spec.kind === 'floor') installFloor(app, spec);
   await app.listen(0, '127.0.0.1');
-  countRoundTrips(app);
+  if (spec.kind === 'ours') countRoundTrips(app);
   const address = (app.getHttpServer() as { address(): AddressInfo | string | null }).address();
   if (!address || typeof address === 'string') throw new Error('the bench app is not listening on a TCP port');
   return { app, port: address.port };

@@ -1,13 +1,13 @@
-// Child process of bench/http.bench.ts: serves the bench apps of one adapter so that the load
-// generator (autocannon, in the parent) and the server under test each have their own event loop.
+// Child process of bench/http.bench.ts: serves bench apps of one adapter so that the load generator
+// (autocannon, in the parent) and the server under test each have their own event loop; the parent starts
+// one such process per library, so that no two libraries share a process.
 // Protocol over IPC: parent -> { apps, adapter } in BENCH_SERVER_CONFIG; child -> { type: 'ready', ports }
 // or { type: 'failed', error }; parent -> 'close'; the child closes its apps and exits.
-import { startBenchApp, AdapterName, BenchApp } from './http-bench.app';
-import type { IdempotencyModuleOptions } from '../lib';
+import { startBenchApp, AdapterName, BenchApp, BenchAppSpec } from './http-bench.app';
 
 export interface BenchServerConfig {
   adapter: AdapterName;
-  apps: Record<string, IdempotencyModuleOptions>;
+  apps: Record<string, BenchAppSpec>;
 }
 
 export type BenchServerMessage =
@@ -38,8 +38,8 @@ async function main(): Promise<void> {
 
   try {
     const ports: Record<string, number> = {};
-    for (const [name, options] of Object.entries(config.apps)) {
-      const app = await startBenchApp(config.adapter, options);
+    for (const [name, spec] of Object.entries(config.apps)) {
+      const app = await startBenchApp(config.adapter, spec);
       started.push(app);
       ports[name] = app.port;
     }

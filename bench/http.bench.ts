@@ -1,14 +1,19 @@
 // HTTP benchmark: `npm run bench:http` (scripts/run-bench.js provides DATABASE_URL and REDIS_URL).
-// For Express, then Fastify: a real Nest app in a child process (bench/http-bench.server.ts), loaded
-// by autocannon from this process over loopback with a fixed number of connections for a fixed time.
+// For Express, then Fastify: real Nest apps, each in a child process of its own (bench/http-bench.server.ts),
+// loaded by autocannon from this process over loopback with a fixed number of connections for a fixed time.
+// Ratios are to (0), measured in the same run.
 //
-//   (a) baseline: the same handler on a @SkipIdempotency() route
+//   (0) baseline: the same route in an app without any idempotency module
+//   (a) the same handler on a @SkipIdempotency() route of this library's app
 //   (b) first-time keys: a new Idempotency-Key on every request
 //   (c) replays from Redis: one completed key, every request replays it
 //   (d) replays with redis: false (Postgres alone)
 //   (e) 20-way concurrent duplicates: keys reused in groups of 20 (the first runs, the rest replay or get 409)
-//   (f) a route without the interceptor whose handler inserts one row; (g) first-time keys on the same insert;
-//   (h) first-time keys on the same insert with transaction: true (the row commits with the stored response)
+//   (f) peer: @node-idempotency/nestjs 1.x with its Redis adapter (no durable record), first-time keys
+//   (g) peer: the same, replays
+//   (h) floor of (d): the route runs one prepared indexed SELECT of the record (pg pool of the module's size)
+//   (i) a route without the interceptor whose handler inserts one row; (j) first-time keys on the same insert;
+//   (k) first-time keys on the same insert with transaction: true (the row commits with the stored response)
 //
 // Settings (environment): BENCH_CONNECTIONS (50), BENCH_DURATION seconds (5), BENCH_WARMUP seconds (1),
 // BENCH_ADAPTERS ("express,fastify"), BENCH_CASES (all; e.g. "b,e"), BENCH_POOL_SIZE (unset: the module's default),
@@ -21,7 +26,7 @@ import path from 'node:path';
 import Redis from 'ioredis';
 import { Client } from 'pg';
 import type { IdempotencyModuleOptions } from '../lib';
-import type { AdapterName, HandlerStatsSnapshot } from './http-bench.app';
+import type { AdapterName, BenchAppSpec, HandlerStatsSnapshot } from './http-bench.app';
 import type { BenchServerConfig, BenchServerMessage } from './http-bench.server';
 import { connectBench, deleteRedisKeys, env, positiveInt, runBench, startWatchdog } from './bench-support';
 
@@ -42,11 +47,15 @@ const WATCHDOG_MS = 5 * 60_000;
 const SERVER_START_TIMEOUT_MS = 60_000;
 const SETTLE_MS = 500;
 
+/** The module's default pool size (lib/utils/validate-options.ts), for the floor's own pool. */
+const DEFAULT_POOL_SIZE = 20;
+
 const BODY = JSON.stringify({ amount: 42, currency: 'EUR' });
 const RUN = randomBytes(4).toString('hex');
 
-type CaseId = 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h';
-type AppName = 'redis' | 'pg';
+type CaseId = '0' | 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i' | 'j' | 'k';
+/** One process each: this library with Redis, with `redis: false`, the bare app, the peer, the floor. */
+type AppName = 'redis' | 'pg' | 'bare' | 'peer' | 'floor';
 type Phase = 'w' | 'm';
 
 interface CaseSpec {
@@ -63,7 +72,7 @@ interface CaseSpec {
 
 interface AdapterRun {
   results: CaseResult[];
-  /** (a) measured again after the other cases, to show drift. */
+  /** (0) measured again after the other cases, to show drift. */
   baselineAgain: autocannon.Result;
 }
 
@@ -78,6 +87,10 @@ interface CaseResult {
 }
 
 const CASES: CaseSpec[] = [
+  {
+    id: '0', label: '(0) bare route, no module', app: 'bare', path: '/orders',
+    keys: () => () => `bare-${RUN}`, measuredPrefix: `bare-${RUN}`,
+  },
   {
     id: 'a', label: '(a) no interceptor (@SkipIdempotency)', app: 'redis', path: '/plain',
     keys: () => () => `plain-${RUN}`, measuredPrefix: `plain-${RUN}`,
@@ -101,20 +114,36 @@ const CASES: CaseSpec[] = [
     keys: (phase) => counterKeys(`dup-${RUN}-${phase}-`, DUP_GROUP), measuredPrefix: `dup-${RUN}-m-`,
   },
   {
-    id: 'f', label: '(f) no interceptor, handler inserts a row', app: 'redis', path: '/plain-insert',
+    id: 'f', label: '(f) @node-idempotency/nestjs (Redis only), first-time keys', app: 'peer', path: '/orders',
+    keys: (phase) => counterKeys(`peer-new-${RUN}-${phase}-`, 1), measuredPrefix: `peer-new-${RUN}-m-`,
+  },
+  {
+    id: 'g', label: '(g) @node-idempotency/nestjs (Redis only), replays', app: 'peer', path: '/orders',
+    keys: () => () => `peer-replay-${RUN}`, measuredPrefix: `peer-replay-${RUN}`,
+    prepare: (port) => completeOnce(port, `peer-replay-${RUN}`),
+  },
+  {
+    // The key (d) replays: the record it reads is there once (d) has prepared it.
+    id: 'h', label: '(h) floor of (d): one prepared SELECT per request', app: 'floor', path: '/orders',
+    keys: () => () => `replay-pg-${RUN}`, measuredPrefix: `replay-pg-${RUN}`,
+  },
+  {
+    id: 'i', label: '(i) no interceptor, handler inserts a row', app: 'redis', path: '/plain-insert',
     keys: () => () => `plain-insert-${RUN}`, measuredPrefix: `plain-insert-${RUN}`,
   },
   {
-    id: 'g', label: '(g) first-time keys, handler inserts a row', app: 'redis', path: '/orders-insert',
+    id: 'j', label: '(j) first-time keys, handler inserts a row', app: 'redis', path: '/orders-insert',
     keys: (phase) => counterKeys(`ins-${RUN}-${phase}-`, 1), measuredPrefix: `ins-${RUN}-m-`,
   },
   {
-    id: 'h', label: '(h) first-time keys, insert, transaction: true', app: 'redis', path: '/orders-tx',
+    id: 'k', label: '(k) first-time keys, insert, transaction: true', app: 'redis', path: '/orders-tx',
     keys: (phase) => counterKeys(`tx-${RUN}-${phase}-`, 1), measuredPrefix: `tx-${RUN}-m-`,
   },
 ];
 /** Measured in this order (writes last, so Postgres background work after (b) does not disturb the replays). */
-const RUN_ORDER: CaseId[] = ['a', 'c', 'd', 'b', 'e', 'f', 'g', 'h'].filter((id) => id === 'a' || ONLY.length === 0 || ONLY.includes(id)) as CaseId[];
+const RUN_ORDER: CaseId[] = (['0', 'a', 'c', 'g', 'd', 'h', 'b', 'f', 'e', 'i', 'j', 'k'] as CaseId[]).filter((id) => id === '0' || ONLY.length === 0 || ONLY.includes(id));
+/** What (h) reads must exist: (d) prepares it, so (h) brings (d) along. */
+if (RUN_ORDER.includes('h') && !RUN_ORDER.includes('d')) RUN_ORDER.splice(RUN_ORDER.indexOf('h'), 0, 'd');
 
 /** Keys `<prefix><n>` with n counting requests, `group` consecutive requests sharing one key. */
 function counterKeys(prefix: string, group: number): () => string {
@@ -222,13 +251,18 @@ async function check(spec: CaseSpec, r: autocannon.Result, handler: HandlerStats
   // Requests still in flight when autocannon stops were handled but not counted: allow one per connection.
   const inFlight = CONNECTIONS;
   switch (spec.id) {
+    case '0':
     case 'a':
-    case 'f':
+    case 'i':
       if (ok !== total) w.push(`${total - ok} responses other than 201`);
       break;
+    case 'f':
+      if (ok !== total) w.push(`${total - ok} responses other than 201 (${conflicts} × 409)`);
+      if (handler.repeatedKeys > 0) w.push(`the handler ran ${handler.repeatedKeys} times for a key it had already run for`);
+      break;
     case 'b':
-    case 'g':
-    case 'h': {
+    case 'j':
+    case 'k': {
       if (ok !== total) w.push(`${total - ok} responses other than 201 (${conflicts} × 409)`);
       if (handler.repeatedKeys > 0) w.push(`the handler ran ${handler.repeatedKeys} times for a key it had already run for`);
       if (handler.calls < ok || handler.calls > ok + inFlight) w.push(`handler ran ${handler.calls} times for ${ok} responses`);
@@ -240,6 +274,8 @@ async function check(spec: CaseSpec, r: autocannon.Result, handler: HandlerStats
     }
     case 'c':
     case 'd':
+    case 'g':
+    case 'h':
       if (ok !== total) w.push(`${total - ok} non-201 responses (${conflicts} × 409, ${other} other): every request should replay`);
       if (handler.calls > 0) w.push(`the handler ran ${handler.calls} times; replays must not run it`);
       break;
@@ -308,22 +344,43 @@ function markdownTable(header: string[], rows: string[][]): string {
   return [line(header), rule, ...rows.map(line)].join('\n');
 }
 
-async function benchAdapter(adapter: AdapterName, schemas: Record<AppName, string>, prefixes: Record<AppName, string>, db: Client, redis: Redis): Promise<AdapterRun> {
+interface Prefixes {
+  redis: string;
+  peer: string;
+}
+
+async function benchAdapter(adapter: AdapterName, schemas: Record<'redis' | 'pg', string>, prefixes: Prefixes, db: Client, redis: Redis): Promise<AdapterRun> {
   const postgres = (schema: string) => ({ url: env('DATABASE_URL'), schema, ...(POOL_SIZE ? { poolSize: POOL_SIZE } : {}) });
-  const apps: Record<AppName, IdempotencyModuleOptions> = {
-    redis: { postgres: postgres(schemas.redis), redis: { url: env('REDIS_URL'), keyPrefix: prefixes.redis }, migrationsRun: true },
-    pg: { postgres: postgres(schemas.pg), redis: false, migrationsRun: true },
+  const redisOptions: IdempotencyModuleOptions = {
+    postgres: postgres(schemas.redis), redis: { url: env('REDIS_URL'), keyPrefix: prefixes.redis }, migrationsRun: true,
   };
-  process.stderr.write(`[bench] ${adapter}: starting the apps\n`);
-  const { child, ports } = await startServer({ adapter, apps });
+  const apps: Record<AppName, BenchAppSpec> = {
+    redis: { kind: 'ours', options: redisOptions },
+    pg: { kind: 'ours', options: { postgres: postgres(schemas.pg), redis: false, migrationsRun: true } },
+    bare: { kind: 'bare' },
+    peer: { kind: 'node-idempotency', redisUrl: env('REDIS_URL'), keyPrefix: prefixes.peer },
+    floor: { kind: 'floor', databaseUrl: env('DATABASE_URL'), schema: schemas.pg, poolSize: POOL_SIZE ?? DEFAULT_POOL_SIZE },
+  };
+  const needed = [...new Set(RUN_ORDER.map((id) => CASES.find((c) => c.id === id)!.app))];
+  process.stderr.write(`[bench] ${adapter}: starting the apps (${needed.join(', ')}), one process each\n`);
+  const servers = new Map<AppName, ChildProcess>();
+  const ports = {} as Record<AppName, number>;
   try {
+    // One at a time: the apps that migrate the same database must not race for its lock at startup.
+    for (const name of needed) {
+      const { child, ports: started } = await startServer({ adapter, apps: { [name]: apps[name] } });
+      servers.set(name, child);
+      ports[name] = started[name];
+    }
     const results: CaseResult[] = [];
+    const warmed = new Set<AppName>();
     for (const id of RUN_ORDER) {
       const spec = CASES.find((c) => c.id === id)!;
       const port = ports[spec.app];
       const warnings = spec.prepare ? await spec.prepare(port) : [];
-      // The first case also warms the fresh process up (JIT), so it gets two more seconds.
-      await load(port, spec, 'w', results.length === 0 ? WARMUP_S + 2 : WARMUP_S);
+      // The first case of each process also warms it up (JIT), so it gets two more seconds.
+      await load(port, spec, 'w', warmed.has(spec.app) ? WARMUP_S : WARMUP_S + 2);
+      warmed.add(spec.app);
       await settle(); // requests cut off at the end of the warm-up must not be counted in the measured run
       await stats(port, true);
       const redisBefore = await redisCommands(redis);
@@ -331,25 +388,27 @@ async function benchAdapter(adapter: AdapterName, schemas: Record<AppName, strin
       await settle();
       const handler = (await stats(port))!;
       const redisCalls = (await redisCommands(redis)) - redisBefore;
-      warnings.push(...(await check(spec, result, handler, db, schemas[spec.app])));
+      warnings.push(...(await check(spec, result, handler, db, spec.app === 'pg' ? schemas.pg : schemas.redis)));
       const rps = result.requests.total / result.duration;
       results.push({ spec, result, rps, handler, redisCalls, warnings });
       process.stderr.write(`[bench] ${adapter} ${spec.label}: ${fmt.int(rps)} req/s\n`);
     }
     // The baseline once more, to show how much the machine drifted during the run.
-    const spec = CASES.find((c) => c.id === 'a')!;
+    const spec = CASES.find((c) => c.id === '0')!;
     const again = await load(ports[spec.app], spec, 'm', DURATION_S);
     await settle();
     return { results: results.sort((x, y) => x.spec.id.localeCompare(y.spec.id)), baselineAgain: again };
   } finally {
-    await stopServer(child);
+    await Promise.all([...servers.values()].map(stopServer));
   }
 }
 
 const DRIFT_WARNING = 0.15;
 
 function report(adapter: AdapterName, { results, baselineAgain }: AdapterRun): void {
-  const base = results.find((r) => r.spec.id === 'a')!.rps;
+  const bare = results.find((r) => r.spec.id === '0')!;
+  const base = bare.rps;
+  const cpuPer = (r: CaseResult) => r.handler.cpuMicros / Math.max(r.result.requests.total, 1);
   const row = (label: string, result: autocannon.Result) => {
     const rps = result.requests.total / result.duration;
     const s201 = statusCount(result, 201);
@@ -359,10 +418,13 @@ function report(adapter: AdapterName, { results, baselineAgain }: AdapterRun): v
       fmt.int(result.requests.total), fmt.int(s201), fmt.int(s409), fmt.int(result.requests.total - s201 - s409), fmt.int(result.errors),
     ];
   };
-  const rows = [...results.map(({ spec, result }) => row(spec.label, result)), row('(a) again, after the others', baselineAgain)];
+  const rows = [...results.map(({ spec, result }) => row(spec.label, result)), row('(0) again, after the others', baselineAgain)];
+  // Server CPU per request is far less sensitive to other load on a shared machine than req/s.
+  results.forEach((r, i) => rows[i].push(fmt.int(cpuPer(r)), fmt.int(cpuPer(r) - cpuPer(bare))));
+  rows[rows.length - 1].push('', '');
   const name = adapter === 'express' ? 'Express' : 'Fastify';
   process.stdout.write(`\n### ${name}\n\n`);
-  process.stdout.write(`${markdownTable(['Case', 'req/s', 'vs (a)', 'p50 ms', 'p99 ms', 'requests', '201', '409', 'other', 'errors'], rows)}\n`);
+  process.stdout.write(`${markdownTable(['Case', 'req/s', 'vs (0)', 'p50 ms', 'p99 ms', 'requests', '201', '409', 'other', 'errors', 'CPU µs/req', 'over (0)'], rows)}\n`);
   const drift = baselineAgain.requests.total / baselineAgain.duration / base - 1;
   const warnings = results.flatMap((r) => r.warnings.map((w) => `${r.spec.label}: ${w}`));
   const per = (n: number, total: number) => (total > 0 ? (n / total).toFixed(2) : '-');
@@ -384,16 +446,16 @@ function report(adapter: AdapterName, { results, baselineAgain }: AdapterRun): v
     return `after (${spec.id}) ${p.length} pool connections with ${p.length > 0 ? `${Math.min(...p)}–${Math.max(...p)}` : '0'} named statements prepared on each`;
   });
   if (prepared.length > 0) process.stdout.write(`\nPostgres pool: ${prepared.join('; ')}.\n`);
-  const insertBase = results.find((r) => r.spec.id === 'f')?.rps;
+  const insertBase = results.find((r) => r.spec.id === 'i')?.rps;
   if (insertBase) {
     const ratio = (id: CaseId) => {
       const r = results.find((x) => x.spec.id === id);
       return r ? `${id} ${(r.rps / insertBase).toFixed(2)}` : `${id} -`;
     };
-    process.stdout.write(`\nFirst-time keys whose handler inserts one row, as a ratio to (f) (the same insert without the interceptor): ${ratio('g')} (claim, insert, completion: three commits), ${ratio('h')} (transaction: true).\n`);
+    process.stdout.write(`\nFirst-time keys whose handler inserts one row, as a ratio to (i) (the same insert without the interceptor): ${ratio('j')} (claim, insert, completion: three commits), ${ratio('k')} (transaction: true).\n`);
   }
   if (Math.abs(drift) > DRIFT_WARNING) {
-    process.stdout.write(`WARNING ${name}: (a) changed by ${fmt.pct(drift)} between its two runs; the machine's speed varied (other load?), so compare the ratios with care.\n`);
+    process.stdout.write(`WARNING ${name}: (0) changed by ${fmt.pct(drift)} between its two runs; the machine's speed varied (other load?), so compare the ratios with care.\n`);
   }
   for (const w of warnings) process.stdout.write(`WARNING ${name} ${w}\n`);
   if (warnings.length === 0) process.stdout.write('Checks passed: no errors, replays all 201 without running the handler, one record and one handler run per key.\n');
@@ -414,7 +476,7 @@ async function main(): Promise<void> {
   process.stdout.write(
     `HTTP benchmark (run ${RUN}): node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), ` +
     `Postgres ${pg.server_version} (fsync=${pg.fsync}, synchronous_commit=${pg.synchronous_commit}), ` +
-    `pool size ${POOL_SIZE ?? 'default (10)'}\n` +
+    `pool size ${POOL_SIZE ?? `default (${DEFAULT_POOL_SIZE})`}\n` +
     `load average at start: ${os.loadavg().map((n) => n.toFixed(2)).join(' ')}\n` +
     `autocannon: ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s measured per case, POST ${BODY.length}-byte JSON; ` +
     `server in its own process, loopback only\n`,
@@ -425,9 +487,9 @@ async function main(): Promise<void> {
   try {
     for (const adapter of ADAPTERS) {
       const schemas = { redis: `bench_${RUN}_${adapter}_r`, pg: `bench_${RUN}_${adapter}_p` };
-      const prefixes = { redis: `idem-bench-${RUN}-${adapter}`, pg: `idem-bench-${RUN}-${adapter}-unused` };
+      const prefixes = { redis: `idem-bench-${RUN}-${adapter}`, peer: `idem-bench-${RUN}-${adapter}-peer` };
       allSchemas.push(schemas.redis, schemas.pg);
-      allPrefixes.push(prefixes.redis);
+      allPrefixes.push(prefixes.redis, prefixes.peer);
       report(adapter, await benchAdapter(adapter, schemas, prefixes, db, redis));
     }
   } finally {

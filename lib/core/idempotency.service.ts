@@ -84,6 +84,10 @@ export class IdempotencyService {
     if (cached.kind === 'busy' && cached.fingerprint === request.fingerprint) {
       return { kind: 'in_progress', retryAfterMs: request.leaseMs };
     }
+    if (!this.cache.holdsRecords) {
+      const decided = await this.readBeforeClaim(request);
+      if (decided) return decided;
+    }
     // A miss (the cache marked the key in flight for us) or a marker with another fingerprint: Postgres decides.
     let outcome;
     try {
@@ -111,6 +115,26 @@ export class IdempotencyService {
         if (cached.kind === 'miss') await this.cache.touch(request.scope, request.key, Math.max(outcome.lockedUntil - Date.now(), 1));
         return { kind: 'in_progress', retryAfterMs: Math.max(outcome.lockedUntil - Date.now(), 0) };
     }
+  }
+
+  /**
+   * Without a cache, a replay or a live holder is found by one indexed read (no write, no row lock); only a key
+   * that read finds free goes on to the claim, which decides as before (a row committed in between included).
+   */
+  private async readBeforeClaim(request: ClaimRequest): Promise<BeginResult | undefined> {
+    let found;
+    try {
+      found = await this.store.find(request.scope, request.key);
+    } catch (err) {
+      throw isStoreOutage(err) ? new StoreUnavailableError(err) : new StoreRejectedError(err);
+    }
+    if (!found) return undefined;
+    if (found.kind === 'completed') {
+      return found.record.fingerprint === request.fingerprint ? { kind: 'replay', record: found.record } : { kind: 'mismatch' };
+    }
+    if (found.kind !== 'in_progress') return undefined;
+    if (found.fingerprint !== request.fingerprint) return { kind: 'mismatch' };
+    return { kind: 'in_progress', retryAfterMs: Math.max(found.lockedUntil - Date.now(), 0) };
   }
 
   /**

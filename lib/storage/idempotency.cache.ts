@@ -12,6 +12,12 @@ export type CacheLookup =
  * by answering `miss` / doing nothing; it is never the authority.
  */
 export abstract class IdempotencyCache {
+  /**
+   * False when the cache keeps no records (Redis disabled): the engine then reads the store before it claims,
+   * so that a replay costs one indexed read and no write.
+   */
+  readonly holdsRecords: boolean = true;
+
   /** Returns a cached completed record, or the in-flight marker's fingerprint, or marks the key in flight and misses. */
   abstract lookup(scope: string, key: string, fingerprint: string, leaseMs: number): Promise<CacheLookup>;
   /** Caches a completed record until it expires and clears the in-flight marker. */
@@ -24,6 +30,8 @@ export abstract class IdempotencyCache {
 
 /** The cache used when Redis is disabled: always a miss, so every decision is the store's. */
 export class NoCache extends IdempotencyCache {
+  override readonly holdsRecords = false;
+
   lookup(): Promise<CacheLookup> {
     return Promise.resolve({ kind: 'miss' });
   }

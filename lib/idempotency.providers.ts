@@ -21,6 +21,7 @@ import { CircuitBreaker } from './storage/redis/circuit-breaker';
 import { RedisIdempotencyCache } from './storage/redis/redis-idempotency.cache';
 import { resolveOptions } from './utils/validate-options';
 import { workflowProviders } from './workflow/workflow.providers';
+import { outboxProviders } from './outbox/outbox.providers';
 
 /** The app-wide interceptor slot when `http.global` is false. */
 const PASS_THROUGH: NestInterceptor = { intercept: (_context, next: CallHandler) => next.handle() };
@@ -67,4 +68,5 @@ export const idempotencyProviders: Provider[] = [
   },
   { provide: APP_FILTER, useClass: IdempotencyProblemFilter },
   ...workflowProviders,
+  ...outboxProviders,
 ];

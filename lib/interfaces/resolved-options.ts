@@ -3,6 +3,7 @@ import type Redis from 'ioredis';
 import type { RedisOptions } from 'ioredis';
 import type { DataSource } from 'typeorm';
 import type { IdempotencyRequest } from './idempotency-options.interface';
+import type { ResolvedOutboxOptions } from '../outbox/outbox.interfaces';
 
 /** HTTP settings after defaults and duration parsing (internal). */
 export interface ResolvedHttpOptions {
@@ -60,4 +61,6 @@ export interface ResolvedOptions {
   http: ResolvedHttpOptions;
   workflows: ResolvedWorkflowOptions;
   retention: ResolvedRetentionOptions;
+  /** Undefined when the `outbox` option is not set. */
+  outbox?: ResolvedOutboxOptions;
 }

@@ -11,7 +11,7 @@ export type OutboxHandlerFn = (delivery: OutboxDelivery) => unknown;
 
 /**
  * Finds the `@OutboxHandler(topic)` methods at module init and checks them against `outbox.topics`: every
- * handler topic has exactly one method, and every method's topic is configured as a handler topic.
+ * handler topic has exactly one method where the relay runs, and every method's topic is configured as a handler topic.
  */
 @Injectable()
 export class OutboxHandlers implements OnModuleInit {
@@ -45,9 +45,10 @@ export class OutboxHandlers implements OnModuleInit {
         this.handlers.set(topic, (delivery) => (method as OutboxHandlerFn).call(instance, delivery));
       }
     }
-    for (const [topic, target] of this.options.outbox?.topics ?? []) {
+    // A publish-only instance (relay.enabled: false) delivers nothing, so it needs no handlers.
+    for (const [topic, target] of this.options.outbox?.relay.enabled ? this.options.outbox.topics : []) {
       if (target.to === 'handler' && !this.handlers.has(topic)) {
-        problems.push(`outbox.topics["${topic}"]: goes to a handler, but no provider method has @OutboxHandler("${topic}")`);
+        problems.push(`outbox.topics["${topic}"]: goes to a handler, but no provider method has @OutboxHandler("${topic}"); add one, or set outbox.relay.enabled: false on publish-only instances`);
       }
     }
     if (problems.length > 0) throw new IdempotencyConfigError(problems);

@@ -6,6 +6,9 @@ import { IdempotencyModule } from '../idempotency.module';
 import { idempotencyProviders } from '../idempotency.providers';
 import { InboxService } from '../inbox/inbox.service';
 import { RetentionService } from '../retention/retention.service';
+import { OutboxRelay } from '../outbox/outbox-relay';
+import { OutboxService } from '../outbox/outbox.service';
+import { TestModeOutboxService } from '../outbox/test-mode-outbox.service';
 import { IdempotencyCache } from '../storage/idempotency.cache';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
 import { IdempotencyStore } from '../storage/idempotency.store';
@@ -33,6 +36,7 @@ import { NoWorkflowStartCache } from './no-workflow-start.cache';
 const REPLACED: readonly unknown[] = [
   RESOLVED_IDEMPOTENCY_OPTIONS, IdempotencyConnections, IdempotencyStore, IdempotencyCache, InboxService, RetentionService,
   WorkflowStore, WorkflowQueues, WorkflowStartCache, WorkflowWorker, WorkflowReconciler, WorkflowOrchestrator,
+  OutboxService, OutboxRelay,
 ];
 
 function tokenOf(provider: Provider): unknown {
@@ -57,6 +61,7 @@ export class IdempotencyTestingModule {
       { provide: IdempotencyCache, useClass: MemoryIdempotencyCache },
       { provide: InboxService, useClass: MemoryInboxService },
       { provide: RetentionService, useClass: MemoryRetentionService },
+      { provide: OutboxService, useClass: TestModeOutboxService },
       { provide: WorkflowStore, useClass: MemoryWorkflowStore },
       { provide: WorkflowQueues, useClass: InlineWorkflowQueues },
       { provide: WorkflowStartCache, useFactory: () => new NoWorkflowStartCache() },

@@ -6,7 +6,7 @@ const base: IdempotencyModuleOptions = { postgres: { url: 'postgres://localhost/
 
 function problems(options: Partial<IdempotencyModuleOptions> & Record<string, unknown>): string[] {
   try {
-    resolveOptions({ ...base, ...options } as IdempotencyModuleOptions);
+    resolveOptions({ ...base, ...options });
     return [];
   } catch (err) {
     if (!(err instanceof IdempotencyConfigError)) throw err;

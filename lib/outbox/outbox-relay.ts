@@ -60,6 +60,10 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   private async relayBatch(outbox: ResolvedOutboxOptions, sql: ReturnType<typeof outboxSql>): Promise<number> {
     const client = await this.connections.pool.connect();
     let broken: Error | undefined;
+    // A connection lost while checked out (a Postgres restart mid-delivery) emits 'error' on the client, which would
+    // crash the process unhandled; the failing query reports it and the batch is relayed again.
+    const lost = (err: Error) => (broken = err);
+    client.on('error', lost);
     try {
       await client.query('BEGIN');
       const { rows } = await client.query<ClaimedRow>(sql.claim, [outbox.relay.batchSize]);
@@ -88,6 +92,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     } finally {
+      client.off('error', lost);
       client.release(broken);
     }
   }

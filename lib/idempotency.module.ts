@@ -5,6 +5,7 @@ import { IdempotencyInterceptor } from './http/idempotency.interceptor';
 import { IdempotencyMetadataAccessor } from './idempotency-metadata.accessor';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from './idempotency.constants';
 import { InboxService } from './inbox/inbox.service';
+import { OutboxService } from './outbox/outbox.service';
 import { RetentionService } from './retention/retention.service';
 import { IdempotencyConfigurableModule } from './idempotency.module-definition';
 import { idempotencyProviders } from './idempotency.providers';
@@ -19,7 +20,7 @@ import { workflowExports } from './workflow/workflow.providers';
   providers: idempotencyProviders,
   // The interceptor and what it injects, so that an app can apply it itself (`http.global: false`).
   exports: [
-    IdempotencyService, InboxService, RetentionService, IdempotencyInterceptor, IdempotencyMetadataAccessor, RESOLVED_IDEMPOTENCY_OPTIONS,
+    IdempotencyService, InboxService, OutboxService, RetentionService, IdempotencyInterceptor, IdempotencyMetadataAccessor, RESOLVED_IDEMPOTENCY_OPTIONS,
     ...workflowExports,
   ],
 })

@@ -24,6 +24,7 @@ import { PostgresTransactions } from './transaction/postgres-transactions';
 import { TransactionalSteps } from './transaction/transactional-steps';
 import { resolveOptions } from './utils/validate-options';
 import { workflowProviders } from './workflow/workflow.providers';
+import { outboxProviders } from './outbox/outbox.providers';
 
 /** The app-wide interceptor slot when `http.global` is false. */
 const PASS_THROUGH: NestInterceptor = { intercept: (_context, next: CallHandler) => next.handle() };
@@ -81,4 +82,5 @@ export const idempotencyProviders: Provider[] = [
   },
   { provide: APP_FILTER, useClass: IdempotencyProblemFilter },
   ...workflowProviders,
+  ...outboxProviders,
 ];

@@ -7,6 +7,18 @@ export { Idempotent, SkipIdempotency } from './http/idempotent.decorator';
 export { IdempotentMethod } from './guard/idempotent-method.decorator';
 export { InboxService } from './inbox/inbox.service';
 export { RetentionService } from './retention/retention.service';
+/** The transactional outbox: `publish(manager, message)` in your transaction, `stats()`, `messages()`, `retry(id)`, `skip(id)`. */
+export { OutboxService } from './outbox/outbox.service';
+/** Marks a provider method as the delivery target of an outbox topic configured `{ to: 'handler' }`. */
+export { OutboxHandler } from './outbox/outbox-handler.decorator';
+export type {
+  OutboxMessage, OutboxDelivery, OutboxOptions, OutboxTopicTarget, OutboxRelayOptions, OutboxBackoffOptions, OutboxStats, OutboxCounts,
+  OutboxMessageInfo, OutboxMessageStatus,
+} from './outbox/outbox.interfaces';
+export { OutboxTopicUnknownError } from './errors/outbox-topic-unknown.error';
+export { OutboxNotInTransactionError } from './errors/outbox-not-in-transaction.error';
+export { OutboxMessageInvalidError } from './errors/outbox-message-invalid.error';
+export { OutboxMessageNotFoundError } from './errors/outbox-message-not-found.error';
 export type { RetentionOptions, CleanupReport } from './retention/retention.interfaces';
 export type { InboxOutcome, InboxBatchOutcome } from './inbox/inbox.service';
 export type { IdempotentMethodOptions } from './guard/idempotent-method.decorator';

@@ -4,6 +4,7 @@ import { CreateWorkflowTables1732260000000 } from './1732260000000-create-workfl
 import { StepJournal1764000100000 } from './1764000100000-step-journal';
 import { AddWorkflowResultWaiters1764000200000 } from './1764000200000-add-workflow-result-waiters';
 import { CreateIdempotencyLocks1764000500000 } from './1764000500000-create-idempotency-locks';
+import { CreateOutboxMessages1764000800000 } from './1764000800000-create-outbox-messages';
 import { skipWhenRecorded } from './recorded-migrations';
 
 /** The library's migrations as written, in order (the module and the CLI apply these). */
@@ -14,6 +15,7 @@ export const IDEMPOTENCY_MIGRATION_CLASSES = [
   StepJournal1764000100000,
   AddWorkflowResultWaiters1764000200000,
   CreateIdempotencyLocks1764000500000,
+  CreateOutboxMessages1764000800000,
 ];
 
 /**

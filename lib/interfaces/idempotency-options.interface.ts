@@ -4,6 +4,7 @@ import type { DataSource } from 'typeorm';
 import type { RetentionOptions } from '../retention/retention.interfaces';
 import type { TransactionIsolation } from '../transaction/transaction-options';
 import type { Duration } from '../utils/duration';
+import type { OutboxOptions } from '../outbox/outbox.interfaces';
 
 /** Settings shared by both forms of the `postgres` option. */
 export interface PostgresCommonOptions {
@@ -160,4 +161,6 @@ export interface IdempotencyModuleOptions {
   http?: HttpIdempotencyOptions;
   workflows?: WorkflowModuleOptions;
   retention?: RetentionOptions;
+  /** The transactional outbox: topics and where they go, the relay, retries and retention of delivered messages. */
+  outbox?: OutboxOptions;
 }

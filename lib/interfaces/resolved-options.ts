@@ -4,6 +4,7 @@ import type { Cluster, ClusterNode, ClusterOptions, RedisOptions } from 'ioredis
 import type { DataSource } from 'typeorm';
 import type { TransactionSetting } from '../transaction/transaction-options';
 import type { IdempotencyRequest } from './idempotency-options.interface';
+import type { ResolvedOutboxOptions } from '../outbox/outbox.interfaces';
 
 /** HTTP settings after defaults and duration parsing (internal). */
 export interface ResolvedHttpOptions {
@@ -65,4 +66,6 @@ export interface ResolvedOptions {
   http: ResolvedHttpOptions;
   workflows: ResolvedWorkflowOptions;
   retention: ResolvedRetentionOptions;
+  /** Undefined when the `outbox` option is not set. */
+  outbox?: ResolvedOutboxOptions;
 }

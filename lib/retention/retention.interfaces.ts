@@ -31,4 +31,6 @@ export interface CleanupReport {
   records: number;
   inbox: number;
   workflows: number;
+  /** Delivered outbox messages removed (present when the `outbox` option is set; see `outbox.retention`). */
+  outbox?: number;
 }

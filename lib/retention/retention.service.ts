@@ -10,7 +10,7 @@ import { LongTimer, setLongInterval } from '../utils/long-timer';
 
 /**
  * Deletes what retention says may go, in short batches, on one instance at a time (a lease row, see
- * LeaseLock): expired HTTP and method records, old inbox ids, and finished workflow executions with their steps
+ * LeaseLock): expired HTTP and method records, old inbox ids, delivered outbox messages, and finished workflow executions with their steps
  * (per workflow: `@Workflow({ retention })`, else `retention.queues[queue]`, else `retention.workflows`).
  * Runs every `retention.cleanupInterval` in the background; `cleanup()` runs a pass on demand.
  */
@@ -51,6 +51,8 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
       const report: CleanupReport = { records: 0, inbox: 0, workflows: 0 };
       report.records = await this.drain(sql.records, [releasedMs, batchSize], batchSize);
       if (inboxMs !== null) report.inbox = await this.drain(sql.inbox, [inboxMs, batchSize], batchSize);
+      const outbox = this.options.outbox;
+      if (outbox) report.outbox = await this.drain(sql.outbox, [outbox.retentionMs, batchSize], batchSize);
       const policies = this.workflows?.policies() ?? [];
       const forget = (rows: { workflow_id: string }[]) => this.workflows?.forget(rows.map((r) => r.workflow_id));
       for (const { name, retentionMs } of policies) {

@@ -37,6 +37,9 @@ export function retentionSql(schema: string) {
       DELETE FROM ${t('workflow_executions')} WHERE ${others} AND id IN (
         SELECT id FROM ${t('workflow_executions')} WHERE ${others} LIMIT $3 FOR UPDATE SKIP LOCKED)
       RETURNING workflow_id`,
+    outbox: `
+      DELETE FROM ${t('outbox_messages')} WHERE status = 'delivered' AND delivered_at < now() - ${ms('$1')} AND seq IN (
+        SELECT seq FROM ${t('outbox_messages')} WHERE status = 'delivered' AND delivered_at < now() - ${ms('$1')} LIMIT $2 FOR UPDATE SKIP LOCKED)`,
     lockKey: `nestjs-idempotency:retention:${schema}`,
   };
 }

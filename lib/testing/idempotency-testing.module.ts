@@ -6,6 +6,9 @@ import { IdempotencyModule } from '../idempotency.module';
 import { idempotencyProviders } from '../idempotency.providers';
 import { InboxService } from '../inbox/inbox.service';
 import { RetentionService } from '../retention/retention.service';
+import { OutboxRelay } from '../outbox/outbox-relay';
+import { OutboxService } from '../outbox/outbox.service';
+import { TestModeOutboxService } from '../outbox/test-mode-outbox.service';
 import { IdempotencyCache } from '../storage/idempotency.cache';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
 import { IdempotencyStore } from '../storage/idempotency.store';
@@ -37,6 +40,7 @@ const REPLACED: readonly unknown[] = [
   WorkflowStore, WorkflowQueues, WorkflowStartCache, WorkflowWorker, WorkflowReconciler, WorkflowOrchestrator,
   // No database: `transaction: true` is refused at startup (these are injected as optional).
   IdempotencyTransactions, TransactionalSteps,
+  OutboxService, OutboxRelay,
 ];
 
 function tokenOf(provider: Provider): unknown {
@@ -61,6 +65,7 @@ export class IdempotencyTestingModule {
       { provide: IdempotencyCache, useClass: MemoryIdempotencyCache },
       { provide: InboxService, useClass: MemoryInboxService },
       { provide: RetentionService, useClass: MemoryRetentionService },
+      { provide: OutboxService, useClass: TestModeOutboxService },
       { provide: WorkflowStore, useClass: MemoryWorkflowStore },
       { provide: WorkflowQueues, useClass: InlineWorkflowQueues },
       { provide: WorkflowStartCache, useFactory: () => new NoWorkflowStartCache() },

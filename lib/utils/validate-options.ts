@@ -8,6 +8,7 @@ import { resolveTransactionSetting, TransactionSetting } from '../transaction/tr
 import { parseDuration } from './duration';
 import { KeyTracker } from './known-keys';
 import { MAX_TIMER_MS } from './long-timer';
+import { resolveOutbox } from '../outbox/outbox-options';
 
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Claims and completions are short: 20 lets first-time keys commit concurrently (bench:http: +20% over 10). */
@@ -25,7 +26,7 @@ interface DurationLimit {
 const BULLMQ_TIMER: DurationLimit = { ms: MAX_TIMER_MS, why: 'BullMQ runs it as a Node timer, which cannot wait longer' };
 
 /** Collects problems instead of throwing at the first, so one startup error lists every bad option. */
-class Checker {
+export class Checker {
   readonly problems: string[] = [];
   private readonly keys = new KeyTracker();
 
@@ -306,6 +307,7 @@ export function resolveOptions(options: IdempotencyModuleOptions | undefined): R
     workflows: resolveWorkflows(c, options.workflows),
     retention: resolveRetention(c, options.retention),
   };
+  resolved.outbox = resolveOutbox(c, options.outbox, resolved.redis !== false);
   c.rejectUnknownKeys();
   if (c.problems.length > 0) throw new IdempotencyConfigError(c.problems);
   return resolved;

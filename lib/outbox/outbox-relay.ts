@@ -1,0 +1,119 @@
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { ResolvedOptions } from '../interfaces/resolved-options';
+import { IdempotencyConnections } from '../storage/idempotency-connections';
+import type { ResolvedOutboxOptions } from './outbox.interfaces';
+import { ClaimedRow, outboxSql } from './outbox.sql';
+import { OutboxTargets } from './outbox-targets';
+import { OutboxWakeup } from './outbox-wakeup';
+
+/**
+ * Delivers committed outbox messages, on every instance. Each loop claims a batch of key heads with
+ * `FOR UPDATE SKIP LOCKED` in a transaction, delivers it while holding the row locks, then marks each message
+ * delivered or failed (backoff, dead after `maxAttempts`) and commits. Instances never deliver the same message at
+ * once, and a key's next message is claimable only after its predecessor is marked. A relay that dies mid-batch
+ * holds nothing: Postgres drops its locks with its connection, and another loop delivers the batch again.
+ */
+@Injectable()
+export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('Idempotency');
+  private wakeup?: OutboxWakeup;
+  private loops: Promise<void>[] = [];
+  private stopped = false;
+  private lastWarning = 0;
+
+  constructor(
+    @Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions,
+    private readonly connections: IdempotencyConnections,
+    private readonly targets: OutboxTargets,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    const outbox = this.options.outbox;
+    if (!outbox?.relay.enabled) return;
+    const sql = outboxSql(this.connections.schema, outbox.deadBlocksKey);
+    this.wakeup = new OutboxWakeup(this.connections.pool, sql.channel, outbox.relay.pollIntervalMs);
+    this.wakeup.start();
+    for (let i = 0; i < outbox.relay.concurrency; i++) this.loops.push(this.loop(outbox, sql));
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    await this.wakeup?.close();
+    await Promise.all(this.loops);
+  }
+
+  private async loop(outbox: ResolvedOutboxOptions, sql: ReturnType<typeof outboxSql>): Promise<void> {
+    const wakeup = this.wakeup as OutboxWakeup;
+    while (!this.stopped) {
+      let claimed = 0;
+      try {
+        claimed = await this.relayBatch(outbox, sql);
+      } catch (err) {
+        this.warn(`outbox relay: ${(err as Error).message}; retrying`);
+      }
+      if (claimed === 0 && !this.stopped) await wakeup.wait(await this.idleFor(outbox, sql));
+    }
+  }
+
+  /** One claim-deliver-mark transaction; resolves with the number of messages claimed. */
+  private async relayBatch(outbox: ResolvedOutboxOptions, sql: ReturnType<typeof outboxSql>): Promise<number> {
+    const client = await this.connections.pool.connect();
+    let broken: Error | undefined;
+    // A connection lost while checked out (a Postgres restart mid-delivery) emits 'error' on the client, which would
+    // crash the process unhandled; the failing query reports it and the batch is relayed again.
+    const lost = (err: Error) => (broken = err);
+    client.on('error', lost);
+    try {
+      await client.query('BEGIN');
+      const { rows } = await client.query<ClaimedRow>(sql.claim, [outbox.relay.batchSize]);
+      if (rows.length === 0) {
+        await client.query('COMMIT');
+        return 0;
+      }
+      const outcomes = await this.targets.deliver(
+        rows.map((r) => ({
+          id: r.id, topic: r.topic, key: r.key, payload: r.payload, headers: r.headers,
+          publishedAt: r.created_at.toISOString(), attempt: r.attempts + 1,
+        })),
+      );
+      const delivered = rows.filter((_, i) => outcomes[i] === undefined).map((r) => r.seq);
+      const failed = rows.map((r, i) => ({ seq: r.seq, error: outcomes[i] })).filter((f) => f.error !== undefined);
+      if (delivered.length > 0) await client.query(sql.delivered, [delivered]);
+      if (failed.length > 0) {
+        const { maxAttempts, backoff } = outbox;
+        await client.query(sql.failed, [failed.map((f) => f.seq), failed.map((f) => f.error), maxAttempts, backoff.delayMs, backoff.factor, backoff.maxDelayMs]);
+        this.warn(`outbox relay: ${failed.length} deliver${failed.length === 1 ? 'y' : 'ies'} failed (first: ${failed[0].error}); retrying with backoff`);
+      }
+      await client.query('COMMIT');
+      return rows.length;
+    } catch (err) {
+      broken = err as Error;
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.off('error', lost);
+      client.release(broken);
+    }
+  }
+
+  /** How long an idle loop sleeps: until the next retry or `availableAt` falls due, at most one poll interval. */
+  private async idleFor(outbox: ResolvedOutboxOptions, sql: ReturnType<typeof outboxSql>): Promise<number> {
+    const poll = outbox.relay.pollIntervalMs;
+    try {
+      const { rows } = await this.connections.pool.query<{ ms: number | null }>(sql.nextDue);
+      const ms = rows[0]?.ms;
+      return ms === null || ms === undefined ? poll : Math.min(poll, Math.max(1, Math.ceil(ms)));
+    } catch {
+      return poll;
+    }
+  }
+
+  /** At most one warning per poll interval, so an outage does not flood the log. */
+  private warn(message: string): void {
+    const now = Date.now();
+    if (now - this.lastWarning < (this.options.outbox?.relay.pollIntervalMs ?? 1000)) return;
+    this.lastWarning = now;
+    this.logger.warn(message);
+  }
+}

@@ -1,0 +1,144 @@
+import { INestApplicationContext, Injectable, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { Queue } from 'bullmq';
+import { randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import {
+  IdempotencyModule, OutboxDelivery, OutboxHandler, OutboxMessageNotFoundError, OutboxNotInTransactionError, OutboxService,
+  OutboxTopicUnknownError,
+} from '../../lib';
+import { IdempotencyConnections } from '../../lib/storage/idempotency-connections';
+import { databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
+import { eventually } from './support';
+import { outboxSql } from '../../lib/outbox/outbox.sql';
+
+@Injectable()
+class Deliveries {
+  readonly received: OutboxDelivery[] = [];
+  /** Topics whose handler throws. */
+  readonly failing = new Set<string>();
+
+  @OutboxHandler('order.created')
+  onOrder(delivery: OutboxDelivery): void {
+    if (this.failing.has(delivery.topic)) throw new Error('webhook answered 502');
+    this.received.push(delivery);
+  }
+}
+
+describe('OutboxService and the relay', () => {
+  const schema = uniqueSchema('outbox');
+  const queueName = `outbox-${randomUUID().slice(0, 8)}`;
+  const prefix = `{ob-${randomUUID().slice(0, 8)}}`;
+  let app: INestApplicationContext;
+  let outbox: OutboxService;
+  let deliveries: Deliveries;
+  let dataSource: DataSource;
+  let queue: Queue;
+
+  const statusOf = async (id: string) => (await sql<{ status: string }>(`SELECT status FROM "${schema}".outbox_messages WHERE id = $1`, [id]))[0]?.status;
+
+  beforeAll(async () => {
+    @Module({
+      imports: [
+        IdempotencyModule.forRoot({
+          postgres: { url: databaseUrl(), schema },
+          redis: { url: redisUrl(), keyPrefix: `idem-${schema}` },
+          migrationsRun: true,
+          outbox: {
+            topics: { 'order.created': { to: 'handler' }, 'payment.created': { to: 'bullmq', queue: queueName, prefix } },
+            // A long poll interval: prompt delivery can only come from the commit notification.
+            relay: { pollInterval: '60s', batchSize: 50 },
+            maxAttempts: 3,
+            backoff: { type: 'fixed', delay: 50 },
+          },
+        }),
+      ],
+      providers: [Deliveries],
+    })
+    class OutboxTestModule {}
+    app = await NestFactory.createApplicationContext(OutboxTestModule, { logger: process.env.OUTBOX_TEST_LOG ? ['warn', 'error'] : false });
+    outbox = app.get(OutboxService);
+    deliveries = app.get(Deliveries);
+    dataSource = app.get(IdempotencyConnections).dataSource;
+    queue = new Queue(queueName, { connection: { url: redisUrl() }, prefix });
+  });
+
+  afterAll(async () => {
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+    await app.close();
+  });
+
+  beforeEach(() => {
+    deliveries.received.length = 0;
+    deliveries.failing.clear();
+  });
+
+  it('stores nothing when the publishing transaction rolls back, and delivers promptly after a commit', async () => {
+    const rolledBack = randomUUID();
+    await expect(
+      dataSource.transaction(async (manager) => {
+        await outbox.publish(manager, { topic: 'order.created', id: rolledBack, payload: { n: 1 } });
+        throw new Error('business write failed');
+      }),
+    ).rejects.toThrow('business write failed');
+    const committed = await dataSource.transaction((manager) => outbox.publish(manager, { topic: 'order.created', payload: { n: 2 }, headers: { trace: 't-1' } }));
+    // Delivered long before the 60 s poll: the commit's NOTIFY woke the relay.
+    const got = await eventually(() => deliveries.received.find((d) => d.id === committed), 'the committed message', 15_000);
+    expect(got).toMatchObject({ topic: 'order.created', payload: { n: 2 }, headers: { trace: 't-1' }, attempt: 1, key: null });
+    expect(committed).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7/);
+    await eventually(async () => (await statusOf(committed)) === 'delivered', 'the message marked delivered');
+    expect(await statusOf(rolledBack)).toBeUndefined();
+    expect(deliveries.received.map((d) => d.id)).toEqual([committed]);
+  });
+
+  it('delivers each key in publish order, whatever the batching', async () => {
+    const messages = Array.from({ length: 60 }, (_, i) => ({ topic: 'order.created', key: `k${i % 3}`, payload: { i } }));
+    await dataSource.transaction((manager) => outbox.publish(manager, messages.slice(0, 30)));
+    await dataSource.transaction((manager) => outbox.publish(manager, messages.slice(30)));
+    await eventually(() => deliveries.received.length >= 60 || undefined, 'all 60 deliveries');
+    for (const key of ['k0', 'k1', 'k2']) {
+      const order = deliveries.received.filter((d) => d.key === key).map((d) => (d.payload as { i: number }).i);
+      expect(order).toEqual(messages.map((m, i) => (m.key === key ? i : -1)).filter((i) => i >= 0));
+    }
+  });
+
+  it('adds a BullMQ job whose id is the message id, once even when the message is relayed again', async () => {
+    const id = await dataSource.transaction((manager) => outbox.publish(manager, { topic: 'payment.created', key: 'p-1', payload: { amount: 5 } }));
+    const job = await eventually(() => queue.getJob(id), 'the job');
+    expect(job.data).toMatchObject({ id, topic: 'payment.created', key: 'p-1', payload: { amount: 5 } });
+    await eventually(async () => (await statusOf(id)) === 'delivered', 'the message marked delivered');
+    // As if the relay had crashed between adding the job and marking the message.
+    await sql(`UPDATE "${schema}".outbox_messages SET status = 'pending', delivered_at = NULL WHERE id = $1`, [id]);
+    await sql(`SELECT pg_notify($1, '')`, [outboxSql(schema, true).channel]);
+    await eventually(async () => (await statusOf(id)) === 'delivered', 'the message relayed again');
+    expect(await queue.getJobCounts('waiting', 'active', 'completed', 'delayed', 'failed')).toMatchObject({ waiting: 1 });
+  });
+
+  it('retries a failing delivery, then keeps it dead and blocks its key until retry(id)', async () => {
+    deliveries.failing.add('order.created');
+    const [first, second] = await dataSource.transaction((manager) =>
+      outbox.publish(manager, [{ topic: 'order.created', key: 'acct-9', payload: 1 }, { topic: 'order.created', key: 'acct-9', payload: 2 }]),
+    );
+    await eventually(async () => (await statusOf(first)) === 'dead', 'the first message dead after 3 attempts');
+    const [dead] = await outbox.messages({ status: 'dead' });
+    expect(dead).toMatchObject({ id: first, attempts: 3, lastError: 'Error: webhook answered 502' });
+    expect(await statusOf(second)).toBe('pending');
+    const stats = await outbox.stats();
+    expect(stats.topics['order.created']).toMatchObject({ dead: 1, pending: 1 });
+    expect(stats.oldestPendingAgeMs).toEqual(expect.any(Number));
+
+    deliveries.failing.clear();
+    expect(await outbox.retry(first)).toBe(true);
+    expect(await outbox.retry(first)).toBe(false);
+    await eventually(() => deliveries.received.length === 2 || undefined, 'both messages after the re-drive');
+    expect(deliveries.received.map((d) => d.id)).toEqual([first, second]);
+    expect(deliveries.received[0].attempt).toBe(1);
+    await expect(outbox.retry('no-such-message')).rejects.toBeInstanceOf(OutboxMessageNotFoundError);
+  });
+
+  it('refuses to publish outside a transaction or to an unknown topic', async () => {
+    await expect(outbox.publish(dataSource.manager, { topic: 'order.created', payload: 1 })).rejects.toBeInstanceOf(OutboxNotInTransactionError);
+    await expect(dataSource.transaction((m) => outbox.publish(m, { topic: 'order.shipped', payload: 1 }))).rejects.toBeInstanceOf(OutboxTopicUnknownError);
+  });
+});

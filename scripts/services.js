@@ -213,55 +213,6 @@ async function startRedisCluster(name, masters = 3) {
   return { nodes, procs };
 }
 
-function stop(proc, signal = 'SIGTERM') {
-  return new Promise((resolve) => {
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return resolve();
-    const timer = setTimeout(() => proc.kill('SIGKILL'), 10000);
-    proc.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    proc.kill(signal);
-  });
-}
-
-/**
- * Ensures DATABASE_URL and REDIS_URL: uses the environment's when set, else starts local servers.
- * Returns { env, stop } where stop() ends only what was started here.
- */
-async function ensureServices(name, { ephemeral = false } = {}) {
-  const started = [];
-  const env = {};
-  try {
-    if (process.env.DATABASE_URL) {
-      env.DATABASE_URL = process.env.DATABASE_URL;
-    } else {
-      const pg = await startPostgres(name);
-      started.push(pg.proc);
-      env.DATABASE_URL = pg.url;
-      log(`postgres on ${pg.url}`);
-    }
-    if (process.env.REDIS_URL) {
-      env.REDIS_URL = process.env.REDIS_URL;
-    } else {
-      const redis = await startRedis(name);
-      started.push(redis.proc);
-      env.REDIS_URL = redis.url;
-      log(`redis on ${redis.url}`);
-    }
-  } catch (err) {
-    await Promise.all(started.map((p) => stop(p)));
-    throw err;
-  }
-  return {
-    env,
-    stop: async () => {
-      await Promise.all(started.map((p) => stop(p)));
-      if (ephemeral && started.length > 0) fs.rmSync(path.join(DATA, name), { recursive: true, force: true });
-    },
-  };
-}
-
 function ensurePgBouncer() {
   let bin = which('pgbouncer') || (fs.existsSync('/usr/sbin/pgbouncer') ? '/usr/sbin/pgbouncer' : null);
   if (bin) return bin;

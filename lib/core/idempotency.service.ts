@@ -1,4 +1,5 @@
 import { Injectable, Logger, Optional } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DuplicateExecutionError } from '../errors/duplicate-execution.error';
 import { IdempotencyConfigError } from '../errors/idempotency-config.error';
@@ -18,7 +19,8 @@ import { Claim, ClaimRequest, CompletedRecord } from './idempotency-record';
 import { isStoreOutage } from './store-failure';
 import { failureOutcome, RunOutcome, successOutcome } from './run-outcome';
 import { setLongInterval } from '../utils/long-timer';
-import { IdempotencyTransactions } from '../transaction/idempotency-transactions';
+import { activeTransaction } from '../transaction/current-transaction';
+import { IdempotencyTransactions, OpenTransaction } from '../transaction/idempotency-transactions';
 import { TransactionalCall } from '../transaction/transactional-call';
 import { TransactionIsolation, transactionOptionProblems } from '../transaction/transaction-options';
 
@@ -26,9 +28,10 @@ import { TransactionIsolation, transactionOptionProblems } from '../transaction/
 export type BeginResult =
   /**
    * `waited`: set by beginOrWait when the key was held by another caller first. `takenOver`: this claim
-   * replaced a holder whose lease lapsed (see ClaimOutcome) rather than one that released the key.
+   * replaced a holder whose lease lapsed (see ClaimOutcome) rather than one that released the key. `call`: set by
+   * beginInTransaction, the open transaction the claim is in (the work must run inside it).
    */
-  | { kind: 'acquired'; claim: Claim; waited?: boolean; takenOver?: boolean }
+  | { kind: 'acquired'; claim: Claim; waited?: boolean; takenOver?: boolean; call?: TransactionalCall }
   | { kind: 'replay'; record: CompletedRecord }
   | { kind: 'mismatch' }
   | { kind: 'in_progress'; retryAfterMs: number };
@@ -39,6 +42,8 @@ const WAIT_POLL_MIN_MS = 20;
 const COMPLETE_RETRY_MIN_MS = 50;
 const COMPLETE_RETRY_MAX_MS = 1_000;
 const WAIT_POLL_MAX_MS = 250;
+/** How many transactions a transactional claim opens when claims committed after its snapshot keep deciding the key. */
+const TRANSACTIONAL_CLAIM_ATTEMPTS = 10;
 
 /**
  * The key lifecycle engine every face uses (HTTP interceptor, method guard, workflows, inbox):
@@ -78,9 +83,7 @@ export class IdempotencyService {
   async begin(request: ClaimRequest): Promise<BeginResult> {
     assertClaimLimits(request);
     const cached = await this.cache.lookup(request.scope, request.key, request.fingerprint, request.leaseMs);
-    if (cached.kind === 'hit') {
-      return cached.record.fingerprint === request.fingerprint ? { kind: 'replay', record: cached.record } : { kind: 'mismatch' };
-    }
+    if (cached.kind === 'hit') return answerFor(request, cached.record);
     if (cached.kind === 'busy' && cached.fingerprint === request.fingerprint) {
       return { kind: 'in_progress', retryAfterMs: request.leaseMs };
     }
@@ -100,12 +103,7 @@ export class IdempotencyService {
       case 'acquired':
         return outcome;
       case 'completed':
-        if (outcome.record.fingerprint !== request.fingerprint) {
-          if (cached.kind === 'miss') await this.cache.forget(request.scope, request.key);
-          return { kind: 'mismatch' };
-        }
-        await this.cache.remember(request.scope, request.key, outcome.record);
-        return { kind: 'replay', record: outcome.record };
+        return this.decidedByStore(request, outcome.record, cached.kind === 'miss');
       case 'in_progress':
         if (outcome.fingerprint !== request.fingerprint) {
           if (cached.kind === 'miss') await this.cache.forget(request.scope, request.key);
@@ -114,6 +112,76 @@ export class IdempotencyService {
         // A marker this request set must not outlive the holder's lease, or a dead holder's key stays blocked.
         if (cached.kind === 'miss') await this.cache.touch(request.scope, request.key, Math.max(outcome.lockedUntil - Date.now(), 1));
         return { kind: 'in_progress', retryAfterMs: Math.max(outcome.lockedUntil - Date.now(), 0) };
+    }
+  }
+
+  /** A completed record the store found: replayed (and cached) or a mismatch (the marker this request set is cleared). */
+  private async decidedByStore(request: ClaimRequest, record: CompletedRecord, marked: boolean): Promise<BeginResult> {
+    if (record.fingerprint !== request.fingerprint) {
+      if (marked) await this.cache.forget(request.scope, request.key);
+      return { kind: 'mismatch' };
+    }
+    await this.cache.remember(request.scope, request.key, record);
+    return { kind: 'replay', record };
+  }
+
+  /**
+   * {@link begin} for the transactional mode: the claim is the first statement of a transaction that the work then
+   * runs in (the acquired result carries it as `call`), so that claim, writes and outcome commit once. Only a cached
+   * outcome is answered before Postgres: an in-flight marker is not trusted, because the claim it stands for may
+   * be uncommitted (a duplicate then waits for it at the unique index, at most `waitMs`, and replays its outcome,
+   * or claims the key after a rollback) or gone with a holder that died (then the key is free at once). After
+   * the wait the answer is in progress, as after any other. Every wait for a pooled connection is bounded by one
+   * lease ({@link StoreUnavailableError}); there is no other pool use on this path.
+   */
+  async beginInTransaction(request: ClaimRequest, options: { isolation: TransactionIsolation; waitMs: number }, where: string): Promise<BeginResult> {
+    assertClaimLimits(request);
+    const transactions = this.transactionsFor(where);
+    const cached = await this.cache.lookup(request.scope, request.key, request.fingerprint, request.leaseMs);
+    if (cached.kind === 'hit') return answerFor(request, cached.record);
+    const marked = cached.kind === 'miss';
+    const deadline = Date.now() + options.waitMs;
+    let waited = false;
+    let pause = WAIT_POLL_MIN_MS;
+    for (let attempt = 1; ; attempt++) {
+      let tx: OpenTransaction;
+      try {
+        tx = await transactions.begin(options.isolation, request.leaseMs, activeTransaction());
+      } catch (err) {
+        if (marked) await this.cache.forget(request.scope, request.key);
+        throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError(err);
+      }
+      const token = randomUUID();
+      // The first attempt hardly waits: a holder it meets makes this call one that waited (see run()).
+      const waitMs = waited ? Math.max(deadline - Date.now(), 1) : 1;
+      let outcome;
+      try {
+        outcome = await tx.claim(request, token, waitMs);
+        if (typeof outcome === 'object' && outcome.kind === 'acquired') {
+          await tx.markWork();
+          return { ...outcome, waited, call: new TransactionalCall(this, tx, outcome.claim) };
+        }
+      } catch (err) {
+        await tx.rollback();
+        if (marked) await this.cache.forget(request.scope, request.key);
+        throw isStoreOutage(err) ? new StoreUnavailableError(err) : new StoreRejectedError(err);
+      }
+      await tx.rollback();
+      if (outcome === 'raced' && attempt < TRANSACTIONAL_CLAIM_ATTEMPTS) continue;
+      if (typeof outcome === 'object' && outcome.kind === 'completed') return this.decidedByStore(request, outcome.record, marked);
+      if (typeof outcome === 'object' && outcome.fingerprint !== request.fingerprint) {
+        if (marked) await this.cache.forget(request.scope, request.key);
+        return { kind: 'mismatch' };
+      }
+      // An uncommitted claim (lock timeout), or a committed one of a holder outside this mode: wait while allowed.
+      if (Date.now() + (outcome === 'lock timeout' ? 1 : pause) > deadline) {
+        return { kind: 'in_progress', retryAfterMs: typeof outcome === 'object' ? Math.max(outcome.lockedUntil - Date.now(), 0) : request.leaseMs };
+      }
+      waited = true;
+      if (outcome !== 'lock timeout') {
+        await sleep(pause);
+        pause = Math.min(pause * 2, WAIT_POLL_MAX_MS);
+      }
     }
   }
 
@@ -153,7 +221,10 @@ export class IdempotencyService {
       ttlMs: settings.ttlMs,
     };
     const waitStarted = Date.now();
-    const begun = options.onDuplicate === 'wait' ? await this.beginOrWait(request, settings.waitMs) : await this.begin(request);
+    const waitMs = options.onDuplicate === 'wait' ? settings.waitMs : 0;
+    const begun = settings.transaction
+      ? await this.beginInTransaction(request, { isolation: settings.transaction.isolation, waitMs }, 'IdempotencyService.run()')
+      : waitMs > 0 ? await this.beginOrWait(request, waitMs) : await this.begin(request);
     switch (begun.kind) {
       case 'mismatch':
         throw new IdempotencyKeyReusedError(key);
@@ -165,11 +236,8 @@ export class IdempotencyService {
       case 'acquired':
         // The run this call waited for released the key after a failure: report it. A holder that died (its
         // lapsed lease was taken over) reported nothing, so this call runs; so does the first caller.
-        if (begun.waited && !begun.takenOver) await this.rethrowFailureWaitedFor(begun.claim, Date.now() - waitStarted);
-        if (settings.transaction) {
-          const call = new TransactionalCall(this, this.transactionsFor('IdempotencyService.run()'), begun.claim, settings.transaction.isolation);
-          return call.run(fn, options.onFailure ?? 'unlock');
-        }
+        if (begun.waited && !begun.takenOver) await this.rethrowFailureWaitedFor(begun, Date.now() - waitStarted);
+        if (begun.call) return begun.call.run(fn, options.onFailure ?? 'unlock');
         return this.runClaimed(begun.claim, fn, options.onFailure ?? 'unlock');
     }
   }
@@ -179,10 +247,19 @@ export class IdempotencyService {
    * gets its error instead of running again. Only failures released while this call waited count, never an
    * older one (a holder that crashed releases nothing: its claim is taken over, see run()).
    */
-  private async rethrowFailureWaitedFor(claim: Claim, waitedMs: number): Promise<void> {
-    const failure = (await this.store.recentFailure(claim.scope, claim.key, waitedMs + WAIT_POLL_MAX_MS)) as RunOutcome | undefined;
+  private async rethrowFailureWaitedFor(begun: { claim: Claim; call?: TransactionalCall }, waitedMs: number): Promise<void> {
+    const { claim, call } = begun;
+    const withinMs = waitedMs + WAIT_POLL_MAX_MS;
+    let failure: RunOutcome | undefined;
+    try {
+      failure = (await (call ? call.failureWithin(withinMs) : this.store.recentFailure(claim.scope, claim.key, withinMs))) as RunOutcome | undefined;
+    } catch (err) {
+      await call?.abandon();
+      throw err;
+    }
     if (failure && !failure.ok) {
-      await this.release(claim, failure); // passes the same failure on to the waiters behind this one
+      // passes the same failure on to the waiters behind this one
+      await (call ? call.releaseWith(failure) : this.release(claim, failure));
       throw new StoredFailureError(claim.key, failure.error.name, failure.error.message);
     }
   }
@@ -211,8 +288,13 @@ export class IdempotencyService {
     try {
       await action();
     } catch (err) {
-      this.logger.error(`could not record the outcome for key "${claim.key}" (its lease will expire): ${err instanceof Error ? err.message : String(err)}`);
+      this.logFailedSettle(claim, err);
     }
+  }
+
+  /** Logs that the outcome of `claim` could not be recorded. */
+  logFailedSettle(claim: Claim, err: unknown): void {
+    this.logger.error(`could not record the outcome for key "${claim.key}" (its lease will expire): ${err instanceof Error ? err.message : String(err)}`);
   }
 
   /**
@@ -282,6 +364,11 @@ export class IdempotencyService {
     return true;
   }
 
+  /** Clears the cache's in-flight marker of a claim released by another path (e.g. inside its transaction). */
+  async released(claim: Claim): Promise<void> {
+    await this.cache.forget(claim.scope, claim.key);
+  }
+
   /** Releases a claim after a failure: the record is marked failed and the key can be claimed again. */
   async release(claim: Claim, error?: unknown): Promise<void> {
     await this.store.release(claim, error);
@@ -329,6 +416,11 @@ function resolveRunOptions(options: RunOptions): RunSettings {
     waitMs: read('waitTimeout', RUN_DEFAULTS.waitMs),
     transaction: options.transaction ? { isolation: options.isolation ?? 'read committed' } : undefined,
   };
+}
+
+/** A completed record answers a request: replayed when it is the same request, a mismatch otherwise. */
+function answerFor(request: ClaimRequest, record: CompletedRecord): BeginResult {
+  return record.fingerprint === request.fingerprint ? { kind: 'replay', record } : { kind: 'mismatch' };
 }
 
 function replayOutcome(key: string, outcome: RunOutcome): unknown {

@@ -12,7 +12,6 @@ import type { IdempotencyRequest } from '../interfaces/idempotency-options.inter
 import type { ResolvedHttpOptions, ResolvedOptions } from '../interfaces/resolved-options';
 import { resolveRouteOptions } from '../utils/validate-options';
 import { LeaseLostError } from '../errors/lease-lost.error';
-import type { TransactionIsolation } from '../transaction/transaction-options';
 import { IdempotencyMetadataAccessor } from '../idempotency-metadata.accessor';
 import { parseIdempotencyKey } from './idempotency-key';
 import { IdempotencyProblemException, PROBLEM_CONTENT_TYPE } from './problem-details';
@@ -122,8 +121,6 @@ export class IdempotencyInterceptor implements NestInterceptor {
       throw this.problem(response, new IdempotencyProblemException('body-not-fingerprintable', `${err.message}. ` +
         'Parse it before the handler (e.g. FileInterceptor, or attachFieldsToBody with @fastify/multipart), or send it without an idempotency key.'));
     }
-    // transaction: true without a Postgres store is refused before anything is claimed
-    if (settings.transaction) this.engine.transactionsFor('@Idempotent() / http.transaction');
     const claimRequest = {
       scope: this.scopeOf(request, settings),
       key,
@@ -133,7 +130,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
     };
     let begun: BeginResult;
     try {
-      begun = settings.waitMs > 0 ? await this.engine.beginOrWait(claimRequest, settings.waitMs) : await this.engine.begin(claimRequest);
+      if (settings.transaction) {
+        const options = { isolation: settings.transaction.isolation, waitMs: settings.waitMs };
+        begun = await this.engine.beginInTransaction(claimRequest, options, '@Idempotent() / http.transaction');
+      } else {
+        begun = settings.waitMs > 0 ? await this.engine.beginOrWait(claimRequest, settings.waitMs) : await this.engine.begin(claimRequest);
+      }
     } catch (err) {
       if (err instanceof IdempotencyInputTooLongError) {
         throw this.problem(response, new IdempotencyProblemException(err.input === 'scope' ? 'scope-too-long' : 'invalid-key', err.message));
@@ -159,8 +161,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
           { 'Retry-After': String(Math.min(RETRY_AFTER_MAX_SECONDS, Math.max(1, Math.ceil(begun.retryAfterMs / 1000)))) },
         ));
       case 'acquired':
-        if (parsed || !route.tracked) return this.run(begun.claim, response, route, next);
-        return this.runReleasingBeforeStart(begun.claim, response, route, next);
+        if (parsed || !route.tracked) return this.run(begun.claim, response, route, next, begun.call);
+        return this.runReleasingBeforeStart(begun.claim, response, route, next, begun.call);
     }
   }
 
@@ -168,10 +170,10 @@ export class IdempotencyInterceptor implements NestInterceptor {
    * Runs the claimed request; an error raised before the route handler started (a `ValidationPipe` 400, a
    * route interceptor's refusal) releases the key instead of being stored, so a corrected request can use it.
    */
-  private async runReleasingBeforeStart(claim: Claim, response: ResponseLike, route: RouteSettings, next: CallHandler): Promise<unknown> {
+  private async runReleasingBeforeStart(claim: Claim, response: ResponseLike, route: RouteSettings, next: CallHandler, tx?: TransactionalCall): Promise<unknown> {
     const start = new HandlerStart();
     try {
-      return await this.run(claim, response, route, { handle: () => start.handle(next) });
+      return await this.run(claim, response, route, { handle: () => start.handle(next) }, tx);
     } catch (err) {
       throw err instanceof HandlerNeverStartedError ? err.cause : err;
     }
@@ -186,18 +188,18 @@ export class IdempotencyInterceptor implements NestInterceptor {
   /**
    * Runs the handler under the claim. What is stored is what the client receives: the response is captured at
    * the wire (below every serializer, interceptor and exception filter), held until it is recorded, and only
-   * then sent. A response that cannot be recorded in time is answered with 503 instead (see `settle`).
+   * then sent. A response that cannot be recorded in time is answered with 503 instead (see `settle`). In the
+   * transactional mode `tx` is the transaction the claim was made in: the handler runs inside it.
    */
-  private async run(claim: Claim, response: ResponseLike, route: RouteSettings, next: CallHandler): Promise<unknown> {
-    const tx = route.http.transaction ? await this.openTransaction(claim, route.http.transaction.isolation, response) : undefined;
-    // In a transaction the lease is renewed by it, and "stopping" it means rolling back whatever was not committed.
-    const stopLease = tx ? () => void tx.rollBack() : this.engine.keepAlive(claim);
+  private async run(claim: Claim, response: ResponseLike, route: RouteSettings, next: CallHandler, tx?: TransactionalCall): Promise<unknown> {
+    // In a transaction the open transaction is the lease, and "stopping" it means rolling back whatever was not committed.
+    const stopLease = tx ? () => void tx.abandon() : this.engine.keepAlive(claim);
     let failure: unknown;
     let value: unknown;
     const capture = new ResponseCapture(rawResponse(response), {
       settle: (sent) => this.settle(claim, sent, route, failure, tx).finally(stopLease),
       streamed: () => this.releaseUnstored(claim, stopLease, tx),
-      unsent: () => this.sendUnsent(response, value, failure, claim, stopLease),
+      unsent: () => this.sendUnsent(response, value, failure, claim, stopLease, tx),
     });
     try {
       const handled = () => lastValueFrom(next.handle(), { defaultValue: undefined });
@@ -210,7 +212,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     capture.handlerDone(route.http.leaseMs);
     if (isStreamingValue(value)) {
       capture.stream();
-      await this.releaseUnstored(claim, stopLease);
+      await this.releaseUnstored(claim, stopLease, tx);
     }
     return value;
   }
@@ -221,10 +223,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
    * outcome could not be stored: the client must not see a success that a retry would not get again.
    */
   private async settle(claim: Claim, sent: WireResponse, route: RouteSettings, failure: unknown, tx?: TransactionalCall): Promise<ResponseReplacement | undefined> {
-    if (tx) {
-      const committed = await this.settleTransaction(tx, sent, route, failure);
-      if (committed !== 'rolled back') return committed;
-    }
+    if (tx) return this.settleTransaction(tx, sent, route, failure);
     // Refused before the handler started (a pipe or guard): nothing ran, so the key is released, never stored.
     if (failure instanceof HandlerNeverStartedError || !isFinalStatus(sent.status, route.http)) {
       const error = failure === undefined ? undefined : { message: messageOf(failure) };
@@ -246,18 +245,19 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   /**
-   * The transactional mode: a success (2xx, 3xx) is stored inside the handler's transaction, which then commits;
-   * anything else rolls the handler's writes back first ('rolled back'), and is then released or stored as usual,
-   * so a final 4xx is replayed but its writes do not survive. A commit that fails, or a claim that was taken over,
-   * is answered with a problem instead: the client never sees a success whose writes were undone.
+   * The transactional mode, all in the claim's transaction, with one commit: a success (2xx, 3xx) is stored with the
+   * handler's writes. A final 4xx rolls the writes back to the savepoint after the claim, then is stored (replayed,
+   * its writes gone); anything else rolls them back and releases the key. A commit that fails is answered with a
+   * problem instead: the client never sees an outcome whose writes were undone.
    */
-  private async settleTransaction(tx: TransactionalCall, sent: WireResponse, route: RouteSettings, failure: unknown): Promise<ResponseReplacement | undefined | 'rolled back'> {
-    if (failure !== undefined || sent.status >= 400 || !isFinalStatus(sent.status, route.http)) {
-      await tx.rollBack();
-      return 'rolled back';
+  private async settleTransaction(tx: TransactionalCall, sent: WireResponse, route: RouteSettings, failure: unknown): Promise<ResponseReplacement | undefined> {
+    if (failure instanceof HandlerNeverStartedError || !isFinalStatus(sent.status, route.http)) {
+      await tx.releaseWith(failure === undefined ? undefined : { message: messageOf(failure) });
+      return undefined;
     }
     try {
-      await tx.commitWith(toStoredResponse(sent, route.replayHeaders));
+      const stored = toStoredResponse(sent, route.replayHeaders);
+      await (failure !== undefined || sent.status >= 400 ? tx.storeFailure(stored) : tx.commitWith(stored));
       return undefined;
     } catch (err) {
       this.logger.error(`the transaction of key "${tx.claim.key}" did not commit, its writes were rolled back: ${messageOf(err)}`);
@@ -268,23 +268,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
   }
 
-  /** Opens the handler's transaction; when no connection can be had, the key is released and the client gets 503. */
-  private async openTransaction(claim: Claim, isolation: TransactionIsolation, response: ResponseLike): Promise<TransactionalCall> {
-    const tx = new TransactionalCall(this.engine, this.engine.transactionsFor('@Idempotent() / http.transaction'), claim, isolation);
-    try {
-      await tx.open();
-    } catch (err) {
-      this.logger.error(`${messageOf(err)}; refusing key "${claim.key}"`);
-      throw this.problem(response, new IdempotencyProblemException('store-unavailable', 'no database connection is free for this request; retry later', { 'Retry-After': '1' }));
-    }
-    return tx;
-  }
-
   /** A streamed response is sent as it is and not stored: the key is released (and a transaction's writes rolled back). */
   private async releaseUnstored(claim: Claim, stopLease: () => void, tx?: TransactionalCall): Promise<void> {
-    await tx?.rollBack();
-    stopLease();
     this.logger.warn(`response for key "${claim.key}" is a stream, a file or an async iterable; sent as is, not stored, key released`);
+    if (tx) return tx.releaseWith();
+    stopLease();
     await this.safely(() => this.engine.release(claim), claim);
   }
 
@@ -292,7 +280,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
    * The client left and Nest skipped sending (it does for a handler's Observable): the outcome is recorded from
    * the handler's own value or HttpException, as the adapter would send it, so a retry does not run it again.
    */
-  private sendUnsent(response: ResponseLike, value: unknown, failure: unknown, claim: Claim, stopLease: () => void): void {
+  private sendUnsent(response: ResponseLike, value: unknown, failure: unknown, claim: Claim, stopLease: () => void, tx?: TransactionalCall): void {
     const adapter = this.adapterHost.httpAdapter;
     try {
       if (failure === undefined) {
@@ -306,6 +294,10 @@ export class IdempotencyInterceptor implements NestInterceptor {
       }
     } catch (err) {
       failure = err; // the adapter could not render it: nothing to store
+    }
+    if (tx) {
+      void tx.releaseWith({ message: messageOf(failure) });
+      return;
     }
     stopLease();
     void this.safely(() => this.engine.release(claim, { message: messageOf(failure) }), claim);

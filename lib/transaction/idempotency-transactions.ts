@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import type { Claim, CompletedRecord } from '../core/idempotency-record';
+import type { Claim, ClaimOutcome, ClaimRequest, CompletedRecord } from '../core/idempotency-record';
 import type { TransactionIsolation } from './transaction-options';
 
 /** A transaction the library opened for a handler: its writes and the claim's completion commit together. */
@@ -10,6 +10,26 @@ export interface OpenTransaction {
   readonly nested: boolean;
   /** Runs a statement in the transaction and returns its rows. */
   query<R>(text: string, values: unknown[]): Promise<R[]>;
+  /**
+   * Claims the key as the transaction's first statement (one commit: the claim becomes visible with the work's
+   * writes and its outcome). Waits at most `waitMs` for another uncommitted claim of the key ('lock timeout' after
+   * that); 'raced' when a claim committed after this statement's snapshot decided the key: ask again in a new
+   * transaction. The wait does not apply to the statements after it.
+   */
+  claim(request: ClaimRequest, token: string, waitMs: number): Promise<ClaimOutcome | 'raced' | 'lock timeout'>;
+  /** Marks where the work starts, so that {@link undoWork} can roll the work back and keep the claim. */
+  markWork(): Promise<void>;
+  /** Rolls back what the work wrote since {@link markWork}; the claim stays held. */
+  undoWork(): Promise<void>;
+  /** Marks the claim failed inside this transaction (the key is free once it commits). */
+  release(claim: Claim, error: unknown): Promise<void>;
+  /** The error of the newest claim on the key released within `withinMs` and committed, if any. */
+  recentFailure(scope: string, key: string, withinMs: number): Promise<unknown>;
+  /**
+   * Shows the server the holder is alive: a transaction idle longer than its claim's lease is ended by the server
+   * (a hung holder frees its key), so a live holder waiting on something else calls this every third of it.
+   */
+  ping(): Promise<void>;
   /** Completion by compare-and-set on the claim's token, inside this transaction; null when the claim was taken over. */
   complete(claim: Claim, result: unknown): Promise<CompletedRecord | null>;
   /** Commits; the connection goes back to the pool whatever happens. */

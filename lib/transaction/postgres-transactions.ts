@@ -1,8 +1,9 @@
 import type { EntityManager, QueryRunner } from 'typeorm';
-import type { Claim, CompletedRecord } from '../core/idempotency-record';
+import type { Claim, ClaimOutcome, ClaimRequest, CompletedRecord } from '../core/idempotency-record';
 import { StoreUnavailableError } from '../errors/store-unavailable.error';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
 import { idempotencySql, IdempotencySql } from '../storage/postgres/idempotency.sql';
+import { ClaimRow, toClaimOutcome } from '../storage/postgres/postgres-idempotency.store';
 import { IdempotencyTransactions, OpenTransaction } from './idempotency-transactions';
 import type { TransactionIsolation } from './transaction-options';
 
@@ -15,8 +16,11 @@ const ISOLATION_LEVELS = {
 /** Transactions on the module's own DataSource, so `currentTransaction()` writes to the database that holds the records. */
 export class PostgresTransactions extends IdempotencyTransactions {
   private statements?: IdempotencySql;
-  /** The server's default isolation level, read once: a transaction at that level needs no SET TRANSACTION round trip. */
-  private serverDefault?: Promise<string>;
+  /**
+   * The session defaults, read once: the isolation level (a transaction at that level needs no SET TRANSACTION
+   * round trip) and the lock_timeout a claim restores after its bounded wait.
+   */
+  private sessionDefaults?: Promise<SessionDefaults>;
 
   constructor(private readonly connections: IdempotencyConnections) {
     super();
@@ -26,42 +30,74 @@ export class PostgresTransactions extends IdempotencyTransactions {
     const nested = outer?.queryRunner;
     if (nested && !nested.isReleased && nested.isTransactionActive) {
       await nested.startTransaction(); // a savepoint in the outer transaction
-      return this.open(nested, false);
+      return this.open(nested, false, await this.defaults(nested));
     }
     const runner = this.connections.dataSource.createQueryRunner();
     await connectWithin(runner, acquireWithinMs);
+    let defaults: SessionDefaults;
     try {
-      await runner.startTransaction((await this.isServerDefault(isolation, runner)) ? undefined : ISOLATION_LEVELS[isolation]);
+      defaults = await this.defaults(runner);
+      const setsItsOwn = (this.connections.dataSource.options as { isolationLevel?: string }).isolationLevel !== undefined;
+      await runner.startTransaction(!setsItsOwn && defaults.isolation === isolation ? undefined : ISOLATION_LEVELS[isolation]);
     } catch (err) {
       await runner.release();
       throw new StoreUnavailableError(err);
     }
-    return this.open(runner, true);
+    return this.open(runner, true, defaults);
   }
 
-  /** True when a plain START TRANSACTION already runs at `isolation` (and the DataSource sets no level of its own). */
-  private async isServerDefault(isolation: TransactionIsolation, runner: QueryRunner): Promise<boolean> {
-    if ((this.connections.dataSource.options as { isolationLevel?: string }).isolationLevel !== undefined) return false;
-    // Asked on the connection already held, so that it never waits for another one.
-    this.serverDefault ??= (runner.query('SHOW default_transaction_isolation') as Promise<{ default_transaction_isolation: string }[]>).then(
-      (rows) => rows[0].default_transaction_isolation,
+  /** Asked on the connection already held, so that it never waits for another one. */
+  private defaults(runner: QueryRunner): Promise<SessionDefaults> {
+    this.sessionDefaults ??= (runner.query(
+      "SELECT current_setting('default_transaction_isolation') AS isolation, current_setting('lock_timeout') AS lock_timeout",
+    ) as Promise<{ isolation: string; lock_timeout: string }[]>).then(
+      (rows) => ({ isolation: rows[0].isolation, lockTimeout: rows[0].lock_timeout }),
       (err: unknown) => {
-        this.serverDefault = undefined; // asked again next time
+        this.sessionDefaults = undefined; // asked again next time
         throw err;
       },
     );
-    return (await this.serverDefault) === isolation;
+    return this.sessionDefaults;
   }
 
-  private open(runner: QueryRunner, owned: boolean): OpenTransaction {
+  private open(runner: QueryRunner, owned: boolean, defaults: SessionDefaults): OpenTransaction {
     const sql = (this.statements ??= idempotencySql(this.connections.schema));
+    const rows = async <R>(text: string, values: unknown[] = []): Promise<R[]> => (await runner.query(text, values, true)).records as R[];
     let finished = false;
     return {
       manager: runner.manager,
       nested: !owned,
-      async query<R>(text: string, values: unknown[]): Promise<R[]> {
-        const { records } = await runner.query(text, values, true);
-        return records as R[];
+      query: rows,
+      async claim(request: ClaimRequest, token: string, waitMs: number): Promise<ClaimOutcome | 'raced' | 'lock timeout'> {
+        const values = [
+          request.scope, request.key, request.fingerprint, token, request.leaseMs, request.ttlMs,
+          String(Math.max(1, Math.ceil(waitMs))), defaults.lockTimeout, String(request.leaseMs),
+        ];
+        let found: ClaimRow[];
+        try {
+          found = await rows<ClaimRow>(sql.claimInTransaction.text, values);
+        } catch (err) {
+          const code = sqlState(err);
+          if (code === LOCK_NOT_AVAILABLE) return 'lock timeout';
+          if (code === SERIALIZATION_FAILURE || code === DEADLOCK_DETECTED) return 'raced';
+          throw err;
+        }
+        return found.length > 0 ? toClaimOutcome(found[0], request, token) : 'raced';
+      },
+      async markWork(): Promise<void> {
+        await runner.query('SAVEPOINT idempotency_work');
+      },
+      async undoWork(): Promise<void> {
+        await runner.query('ROLLBACK TO SAVEPOINT idempotency_work');
+      },
+      async release(claim: Claim, error: unknown): Promise<void> {
+        await runner.query(sql.release.text, [claim.id, claim.token, error === undefined ? null : JSON.stringify(error)]);
+      },
+      async recentFailure(scope: string, key: string, withinMs: number): Promise<unknown> {
+        return (await rows<{ error: unknown }>(sql.recentFailure.text, [scope, key, Math.ceil(withinMs)]))[0]?.error ?? undefined;
+      },
+      async ping(): Promise<void> {
+        await runner.query('SELECT 1');
       },
       async complete(claim: Claim, result: unknown): Promise<CompletedRecord | null> {
         const { records } = await runner.query(sql.complete.text, [claim.id, claim.token, JSON.stringify(result)], true);
@@ -92,6 +128,23 @@ export class PostgresTransactions extends IdempotencyTransactions {
       },
     };
   }
+}
+
+interface SessionDefaults {
+  isolation: string;
+  lockTimeout: string;
+}
+
+/** lock_timeout expired while the claim waited for another transaction's claim of the key. */
+const LOCK_NOT_AVAILABLE = '55P03';
+const SERIALIZATION_FAILURE = '40001';
+const DEADLOCK_DETECTED = '40P01';
+
+/** The SQLSTATE of a failed query (TypeORM's QueryFailedError keeps pg's error as `driverError`). */
+function sqlState(err: unknown): string | undefined {
+  const e = err as { code?: unknown; driverError?: { code?: unknown } } | null;
+  const code = e?.driverError?.code ?? e?.code;
+  return typeof code === 'string' ? code : undefined;
 }
 
 /** A connection whose transaction could not be ended cleanly is not reused: the pool drops it. */

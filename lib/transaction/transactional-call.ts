@@ -3,37 +3,38 @@ import type { IdempotencyService } from '../core/idempotency.service';
 import { failureOutcome, RunOutcome, successOutcome } from '../core/run-outcome';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import { StoreUnavailableError } from '../errors/store-unavailable.error';
-import { activeTransaction, withTransaction } from './current-transaction';
-import type { IdempotencyTransactions, OpenTransaction } from './idempotency-transactions';
-import type { TransactionIsolation } from './transaction-options';
+import { setLongInterval } from '../utils/long-timer';
+import { withTransaction } from './current-transaction';
+import type { OpenTransaction } from './idempotency-transactions';
 
 /**
- * One claimed call in the transactional mode: the work runs in a transaction of the library, and the claim's
- * completion (compare-and-set on its token) is written in that same transaction, so the work's writes and the
- * stored outcome commit together or not at all. Anything that ends without that commit rolls the writes back
- * before the key is released or a failure stored.
+ * One claimed call in the transactional mode. The claim is the first statement of the work's transaction, so the
+ * claim, the work's writes and the stored outcome become visible in ONE commit, or not at all: until then a
+ * duplicate waits for the claim at the unique index (see `IdempotencyService.beginInTransaction`), and a holder
+ * that dies leaves nothing behind, not even the claim. The open transaction is the lease: nobody can take the key
+ * over while it is open, and the server ends it when the holder stops answering for one lease (see {@link ping}).
+ * An outcome that is not a success rolls the work's writes back to the savepoint taken after the claim and is
+ * then stored or released in the same transaction, so duplicates waiting for it see it at once.
  */
 export class TransactionalCall {
-  private tx?: OpenTransaction;
-  private stopLease: () => void = () => undefined;
+  private readonly stopPing: () => void;
+  private done = false;
 
   constructor(
     private readonly engine: IdempotencyService,
-    private readonly transactions: IdempotencyTransactions,
+    private readonly tx: OpenTransaction,
     readonly claim: Claim,
-    private readonly isolation: TransactionIsolation,
-  ) {}
+  ) {
+    this.stopPing = keepTransactionAlive(tx, claim.leaseMs);
+  }
 
   /** `IdempotencyService.run()` with `transaction: true`: `fn` runs inside, and its result commits with its writes. */
   async run<T>(fn: () => T | Promise<T>, onFailure: 'unlock' | 'lock'): Promise<Awaited<T>> {
-    await this.open();
     let value: Awaited<T>;
     try {
       value = await this.inside(fn);
     } catch (err) {
-      await this.rollBack();
-      await this.engine.settle(this.claim, () =>
-        onFailure === 'lock' ? this.engine.complete(this.claim, failureOutcome(err)) : this.engine.release(this.claim, failureOutcome(err)));
+      await this.engine.settle(this.claim, () => (onFailure === 'lock' ? this.storeFailure(failureOutcome(err)) : this.releaseWith(failureOutcome(err))));
       throw err;
     }
     const outcome: RunOutcome = successOutcome(value);
@@ -41,67 +42,100 @@ export class TransactionalCall {
     return value;
   }
 
-  /**
-   * Opens the transaction and keeps the lease alive meanwhile. Waits at most one lease for a free connection;
-   * when none comes (or Postgres is down) the key is released and {@link StoreUnavailableError} thrown.
-   */
-  async open(): Promise<void> {
-    this.stopLease = this.engine.keepAlive(this.claim);
-    try {
-      this.tx = await this.transactions.begin(this.isolation, this.claim.leaseMs, activeTransaction());
-    } catch (err) {
-      this.stopLease();
-      // Not awaited: with every pooled connection busy the release itself waits for one, and the caller must not.
-      void this.engine.settle(this.claim, () => this.engine.release(this.claim, failureOutcome(err)));
-      throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError(err);
-    }
-  }
-
   /** Runs `work` with the transaction as `currentTransaction()`. */
   inside<T>(work: () => T | Promise<T>): Promise<Awaited<T>> {
-    return withTransaction(this.opened().manager, async (): Promise<Awaited<T>> => await work());
+    return withTransaction(this.tx.manager, async (): Promise<Awaited<T>> => await work());
   }
 
   /**
-   * Stores `result` inside the transaction and commits. Throws {@link LeaseLostError} when the claim was taken
-   * over, {@link StoreUnavailableError} when Postgres failed; in both cases nothing of the transaction survives
-   * (a commit whose fate is unknown is resolved by the compare-and-set: either it stored the outcome with the
-   * writes, or the key is released).
+   * Stores `result` inside the transaction and commits: the claim, the writes and the outcome become visible
+   * together. Throws {@link StoreUnavailableError} when Postgres failed (nothing of the transaction survives then,
+   * not even the claim: the key is free), {@link LeaseLostError} should the claim be gone.
    */
   async commitWith(result: unknown): Promise<CompletedRecord> {
-    const tx = this.opened();
-    this.stopLease(); // an in-flight renewal only waits for the row lock below, it never holds one we need
-    let record: CompletedRecord | null;
-    try {
-      record = await tx.complete(this.claim, result);
-    } catch (err) {
-      await tx.rollback();
-      await this.engine.settle(this.claim, () => this.engine.release(this.claim, failureOutcome(err)));
-      throw new StoreUnavailableError(err);
-    }
-    if (!record) {
-      await tx.rollback();
-      throw new LeaseLostError(this.claim.key);
-    }
-    try {
-      await tx.commit();
-    } catch (err) {
-      await this.engine.settle(this.claim, () => this.engine.release(this.claim, failureOutcome(err)));
-      throw new StoreUnavailableError(err);
-    }
+    const record = await this.finish(async () => {
+      const completed = await this.tx.complete(this.claim, result);
+      if (!completed) throw new LeaseLostError(this.claim.key);
+      return completed;
+    });
     // Within an outer transaction nothing is durable before it commits: the cache must not answer for it yet.
-    if (!tx.nested) await this.engine.completed(this.claim, record);
+    if (!this.tx.nested) await this.engine.completed(this.claim, record);
     return record;
   }
 
-  /** Rolls the transaction back (its writes are undone) and stops renewing the lease; the claim is left to the caller. */
-  async rollBack(): Promise<void> {
-    this.stopLease();
-    await this.tx?.rollback();
+  /**
+   * A final outcome that is not a success (a stored failure, a final 4xx): the work's writes are rolled back,
+   * then `result` is stored and committed with the claim. Throws like {@link commitWith}.
+   */
+  async storeFailure(result: unknown): Promise<CompletedRecord> {
+    await this.undo();
+    return this.commitWith(result);
   }
 
-  private opened(): OpenTransaction {
-    if (!this.tx) throw new Error('TransactionalCall: open() was not called');
-    return this.tx;
+  /**
+   * Releases the key after a failure: the work's writes are rolled back, the claim is marked failed (with
+   * `error`) and committed, so a waiting duplicate sees the failure. Never throws: should Postgres fail, the
+   * whole transaction rolls back, which frees the key as well.
+   */
+  async releaseWith(error?: unknown): Promise<void> {
+    if (this.done) return;
+    try {
+      await this.undo();
+      await this.finish(() => this.tx.release(this.claim, error));
+    } catch (err) {
+      // the transaction rolled back whole, claim included: the key is free all the same
+      this.engine.logFailedSettle(this.claim, err);
+    }
+    await this.engine.released(this.claim);
   }
+
+  /** Rolls everything back, the claim included (the key is as it was before). Never throws; a no-op once finished. */
+  async abandon(): Promise<void> {
+    if (this.done) return;
+    this.done = true;
+    this.stopPing();
+    await this.tx.rollback();
+    await this.engine.released(this.claim);
+  }
+
+  /** The failure stored for the key within the last `withinMs` (by the holder this call waited for), if any. */
+  failureWithin(withinMs: number): Promise<unknown> {
+    return this.tx.recentFailure(this.claim.scope, this.claim.key, withinMs);
+  }
+
+  private async undo(): Promise<void> {
+    if (this.done) throw new Error(`TransactionalCall: the transaction of key "${this.claim.key}" is already finished`);
+    try {
+      await this.tx.undoWork();
+    } catch (err) {
+      await this.abandon();
+      throw new StoreUnavailableError(err);
+    }
+  }
+
+  /** Runs `last` in the transaction and commits; on any failure everything rolls back. */
+  private async finish<T>(last: () => Promise<T>): Promise<T> {
+    if (this.done) throw new Error(`TransactionalCall: the transaction of key "${this.claim.key}" is already finished`);
+    this.done = true;
+    this.stopPing();
+    let value: T;
+    try {
+      value = await last();
+    } catch (err) {
+      await this.tx.rollback();
+      throw err instanceof LeaseLostError ? err : new StoreUnavailableError(err);
+    }
+    try {
+      await this.tx.commit();
+    } catch (err) {
+      throw new StoreUnavailableError(err);
+    }
+    return value;
+  }
+}
+
+/** Pings the transaction every third of the lease while the call runs; failures are left to the call's own statements. */
+function keepTransactionAlive(tx: OpenTransaction, leaseMs: number): () => void {
+  const timer = setLongInterval(() => void tx.ping().catch(() => undefined), Math.max(Math.floor(leaseMs / 3), 10), { unref: true });
+  return () => timer.clear();
 }

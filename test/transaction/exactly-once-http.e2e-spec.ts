@@ -1,6 +1,6 @@
 import { Body, Controller, INestApplication, Post, UnprocessableEntityException } from '@nestjs/common';
 import request from 'supertest';
-import { currentTransaction, IdempotencyService, Idempotent, NotInTransactionError, PROBLEM_CONTENT_TYPE } from '../../lib';
+import { currentTransaction, Idempotent, NotInTransactionError, PROBLEM_CONTENT_TYPE } from '../../lib';
 import { gate, listen, waitUntil } from '../support/resilience';
 import { ADAPTERS, createTestApp, sql, uniqueSchema } from '../support/test-app';
 
@@ -25,6 +25,13 @@ class ChargeController {
     return { charged: body.id };
   }
 
+  /** The same charge; a duplicate waits for the first (the uncommitted claim) up to 20 s. */
+  @Post('charges-wait')
+  @Idempotent({ wait: '20s' })
+  chargeWaiting(@Body() body: ChargeBody): Promise<{ charged: string }> {
+    return this.charge(body);
+  }
+
   @Post('plain')
   @Idempotent({ transaction: false })
   plain(): string {
@@ -45,6 +52,12 @@ describe.each(ADAPTERS)('HTTP transactional mode (%s)', (adapter) => {
   const rows = async (id: string): Promise<number> =>
     Number((await sql<{ n: string }>(`SELECT count(*) AS n FROM ${ledgerTable} WHERE charge_id = $1`, [id]))[0].n);
   const post = (path: string, key: string, body: object) => request(url).post(path).set('Idempotency-Key', key).send(body);
+  const records = async (key: string): Promise<number> =>
+    Number((await sql<{ n: string }>(`SELECT count(*) AS n FROM "${schema}".idempotency_records WHERE key = $1`, [key]))[0].n);
+  /** Requests of this suite blocked in Postgres on another transaction's lock (a duplicate waiting for an uncommitted claim). */
+  const blockedClaims = async (): Promise<number> => Number((await sql<{ n: string }>(
+    `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%idempotency_records%'`, [schema],
+  ))[0].n);
 
   beforeAll(async () => {
     ledgerTable = `"${schema}".ledger`;
@@ -69,7 +82,9 @@ describe.each(ADAPTERS)('HTTP transactional mode (%s)', (adapter) => {
     hold.next = () => ((wrote = true), held.promise);
     const first = post('/charges', 'k1', { id: 'c1' }).then((r) => r);
     await waitUntil('the handler wrote', () => wrote);
+    // One commit: neither the write nor even the claim is visible before it.
     expect(await rows('c1')).toBe(0);
+    expect(await records('k1')).toBe(0);
     held.open();
     const res = await first;
     expect(res.status).toBe(201);
@@ -99,26 +114,59 @@ describe.each(ADAPTERS)('HTTP transactional mode (%s)', (adapter) => {
     expect(await rows('c3')).toBe(0);
   });
 
-  it('answers 409 problem+json to a holder that lost its lease, and rolls its write back: one row, the winner\'s', async () => {
-    jest.spyOn(app.get(IdempotencyService), 'keepAlive').mockImplementation(() => () => undefined); // a stalled holder
+  it('answers 409 to a duplicate of an uncommitted claim, and to another request with its key (422 once committed); one row', async () => {
     const held = gate();
     let calls = 0;
     hold.next = () => (++calls === 1 ? held.promise : Promise.resolve());
-    const loser = post('/charges', 'k4', { id: 'c4' }).then((r) => r);
+    const first = post('/charges', 'k4', { id: 'c4' }).then((r) => r);
     await waitUntil('the first request wrote', () => calls === 1);
-    const winner = await waitUntil('a retry took the key over after the lease lapsed', async () => {
-      const res = await post('/charges', 'k4', { id: 'c4' });
-      return res.status === 201 ? res : undefined;
-    }, { intervalMs: 200 });
-    expect(winner.headers['idempotent-replayed']).toBeUndefined();
+    const duplicate = await post('/charges', 'k4', { id: 'c4' });
+    expect(duplicate.status).toBe(409);
+    expect(duplicate.headers['content-type']).toContain(PROBLEM_CONTENT_TYPE);
+    expect(duplicate.headers['retry-after']).toBeDefined();
+    // Another request with the key cannot be told apart before the claim commits: in progress as well.
+    expect((await post('/charges', 'k4', { id: 'other' })).status).toBe(409);
     held.open();
-    const lost = await loser;
-    expect(lost.status).toBe(409);
-    expect(lost.headers['content-type']).toContain(PROBLEM_CONTENT_TYPE);
+    expect((await first).status).toBe(201);
+    expect((await post('/charges', 'k4', { id: 'other' })).status).toBe(422);
+    expect(calls).toBe(1);
     expect(await rows('c4')).toBe(1);
-    const replay = await post('/charges', 'k4', { id: 'c4' });
-    expect(replay.headers['idempotent-replayed']).toBe('true');
-    expect(await rows('c4')).toBe(1);
+  });
+
+  it('holds a waiting duplicate on the uncommitted claim, then replays the committed response: one run, one row', async () => {
+    const held = gate();
+    let calls = 0;
+    hold.next = () => (++calls === 1 ? held.promise : Promise.resolve());
+    const first = post('/charges-wait', 'k6', { id: 'c6' }).then((r) => r);
+    await waitUntil('the first request wrote', () => calls === 1);
+    const duplicate = post('/charges-wait', 'k6', { id: 'c6' }).then((r) => r);
+    await waitUntil('the duplicate waits for the claim in Postgres', async () => (await blockedClaims()) > 0);
+    held.open();
+    const [a, b] = await Promise.all([first, duplicate]);
+    expect(a.status).toBe(201);
+    expect(a.headers['idempotent-replayed']).toBeUndefined();
+    expect(b.status).toBe(201);
+    expect(b.headers['idempotent-replayed']).toBe('true');
+    expect(b.text).toBe(a.text);
+    expect(calls).toBe(1);
+    expect(await rows('c6')).toBe(1);
+  });
+
+  it('lets a waiting duplicate run itself once the claim it waited for rolled back (5xx): one row, its own', async () => {
+    const held = gate();
+    let calls = 0;
+    hold.next = () => (++calls === 1 ? held.promise.then(() => Promise.reject(new Error('gateway exploded'))) : Promise.resolve());
+    const first = post('/charges-wait', 'k7', { id: 'c7' }).then((r) => r);
+    await waitUntil('the first request wrote', () => calls === 1);
+    const duplicate = post('/charges-wait', 'k7', { id: 'c7' }).then((r) => r);
+    await waitUntil('the duplicate waits for the claim in Postgres', async () => (await blockedClaims()) > 0);
+    held.open();
+    expect((await first).status).toBe(500);
+    const ran = await duplicate;
+    expect(ran.status).toBe(201);
+    expect(ran.headers['idempotent-replayed']).toBeUndefined();
+    expect(calls).toBe(2);
+    expect(await rows('c7')).toBe(1);
   });
 
   it('lets a route opt out with @Idempotent({ transaction: false })', async () => {

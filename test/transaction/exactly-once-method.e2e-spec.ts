@@ -6,10 +6,9 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
   currentTransaction, DuplicateExecutionError, IdempotencyConfigError, IdempotencyModule, IdempotencyService, IdempotencyTestingModule,
-  IdempotentMethod, InboxService, LeaseLostError, NotInTransactionError, StoredFailureError, StoreUnavailableError,
+  IdempotentMethod, InboxService, NotInTransactionError, StoredFailureError, StoreUnavailableError,
 } from '../../lib';
 import { IdempotencyConnections } from '../../lib/storage/idempotency-connections';
-import { TransactionalCall } from '../../lib/transaction/transactional-call';
 import { gate, waitUntil } from '../support/resilience';
 import { databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
 import { LedgerService } from './fixtures/ledger';
@@ -24,6 +23,29 @@ describe('transaction: true on @IdempotentMethod() and IdempotencyService.run()'
 
   const rows = async (id: string): Promise<number> =>
     Number((await sql<{ n: string }>(`SELECT count(*) AS n FROM "${schema}".ledger WHERE charge_id = $1`, [id]))[0].n);
+  /** Calls of this suite blocked in Postgres on another transaction's lock (a duplicate waiting for an uncommitted claim). */
+  const blockedClaims = async (): Promise<number> => Number((await sql<{ n: string }>(
+    `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%idempotency_records%'`, [schema],
+  ))[0].n);
+  /** A process that charges `id` and holds its transaction open (fixtures/ledger-worker.ts). */
+  const spawnLedgerWorker = (id: string): { process: ChildProcess; wrote: Promise<unknown>; kill: () => Promise<void> } => {
+    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', join(__dirname, 'fixtures', 'ledger-worker.ts'), id], {
+      cwd: ROOT,
+      env: { ...process.env, TEST_SCHEMA: schema, DATABASE_URL: databaseUrl(), REDIS_URL: redisUrl(), TS_NODE_PROJECT: join(ROOT, 'tsconfig.json') },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const lines: string[] = [];
+    createInterface({ input: child.stdout }).on('line', (line) => lines.push(line));
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    return {
+      process: child,
+      wrote: waitUntil(`the worker wrote its ledger row (output: ${lines.join(' | ')})`, () => lines.includes(`WROTE ${id}`), { timeoutMs: 60_000 }),
+      kill: async () => {
+        child.kill('SIGKILL');
+        await exited;
+      },
+    };
+  };
   const record = async (key: string): Promise<{ status: string; locked_until: Date | null } | undefined> =>
     (await sql<{ status: string; locked_until: Date | null }>(
       `SELECT status, locked_until FROM "${schema}".idempotency_records WHERE key = $1 ORDER BY id DESC LIMIT 1`, [key],
@@ -51,15 +73,19 @@ describe('transaction: true on @IdempotentMethod() and IdempotencyService.run()'
     jest.restoreAllMocks();
   });
 
-  it('commits the handler writes and the stored result together, renewing the lease meanwhile', async () => {
+  it('commits the claim, the handler writes and the stored result in one commit', async () => {
     const held = gate();
-    ledger.hold = () => held.promise;
+    let wrote = false;
+    ledger.hold = () => ((wrote = true), held.promise);
     const first = ledger.charge('c1', 100);
-    const claimed = await waitUntil('the claim is recorded', () => record('LedgerService.charge:c1'));
-    // The lease is renewed while the transaction is open (no deadlock against it), and nothing is visible yet.
-    await waitUntil('the lease was renewed', async () => (await record('LedgerService.charge:c1'))!.locked_until!.getTime() > claimed.locked_until!.getTime());
+    await waitUntil('the call wrote', () => wrote);
+    // Nothing is visible before the commit, not even the claim.
     expect(await rows('c1')).toBe(0);
-    expect((await record('LedgerService.charge:c1'))!.status).toBe('in_progress');
+    expect(await record('LedgerService.charge:c1')).toBeUndefined();
+    // A live holder keeps its transaction past its lease (1 s): it pings it, so the server does not end it.
+    await waitUntil('the holder\'s transaction is older than two leases', async () => Number((await sql<{ n: string }>(
+      `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND now() - xact_start > interval '2500 ms'`,
+    ))[0].n) > 0);
     held.open();
     expect(await first).toEqual({ id: 'c1', amount: 100 });
     expect(await rows('c1')).toBe(1);
@@ -82,46 +108,75 @@ describe('transaction: true on @IdempotentMethod() and IdempotencyService.run()'
     expect(await rows('c3')).toBe(0);
   });
 
-  it('rolls back a holder that lost its lease: it gets LeaseLostError, the winner effect stays, exactly once', async () => {
-    jest.spyOn(engine, 'keepAlive').mockImplementation(() => () => undefined); // a holder that stopped renewing (e.g. a stalled event loop)
+  it('refuses a duplicate of an uncommitted claim at once; onDuplicate "wait" waits for it and gets its result', async () => {
     const held = gate();
-    let calls = 0;
-    ledger.hold = () => (++calls === 1 ? held.promise : Promise.resolve());
-    const loser = ledger.charge('c4', 100);
-    await waitUntil('the first call wrote', () => calls === 1);
-    await waitUntil('its lease lapsed', async () => (await record('LedgerService.charge:c4'))!.locked_until!.getTime() < Date.now() - 50, { timeoutMs: 20_000 });
-    const winner = await waitUntil('a second call took the key over', async () => {
-      try {
-        return await ledger.charge('c4', 100);
-      } catch (err) {
-        if (err instanceof DuplicateExecutionError) return undefined;
-        throw err;
-      }
-    });
-    expect(winner).toEqual({ id: 'c4', amount: 100 });
+    let runs = 0;
+    const charge = () => engine.run('w1', async () => {
+      runs++;
+      await currentTransaction().query(`INSERT INTO "${schema}".ledger (charge_id, amount) VALUES ('w1', 1)`);
+      await held.promise;
+      return 'charged';
+    }, { transaction: true });
+    const first = charge();
+    await waitUntil('the first call runs', () => runs === 1);
+    await expect(charge()).rejects.toBeInstanceOf(DuplicateExecutionError);
+    const waiting = engine.run('w1', () => (runs++, 'ran again'), { transaction: true, onDuplicate: 'wait', waitTimeout: '20s' });
+    await waitUntil('the duplicate waits for the claim in Postgres', async () => (await blockedClaims()) > 0);
     held.open();
-    await expect(loser).rejects.toBeInstanceOf(LeaseLostError);
-    expect(await rows('c4')).toBe(1);
-    expect((await record('LedgerService.charge:c4'))!.status).toBe('completed');
+    expect(await first).toBe('charged');
+    expect(await waiting).toBe('charged');
+    expect(runs).toBe(1);
+    expect(await rows('w1')).toBe(1);
   });
 
-  it('leaves nothing of a process killed with SIGKILL between its write and its commit; the retry charges once', async () => {
-    const child: ChildProcess = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', join(__dirname, 'fixtures', 'ledger-worker.ts'), 'c5'], {
-      cwd: ROOT,
-      env: { ...process.env, TEST_SCHEMA: schema, DATABASE_URL: databaseUrl(), REDIS_URL: redisUrl(), TS_NODE_PROJECT: join(ROOT, 'tsconfig.json') },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    const lines: string[] = [];
-    createInterface({ input: child.stdout! }).on('line', (line) => lines.push(line));
-    const exited = new Promise((resolve) => child.once('exit', resolve));
+  it('gives a waiting duplicate the failure of the claim it waited for (onDuplicate "wait"), and rolls back its writes', async () => {
+    const held = gate();
+    let runs = 0;
+    const first = engine.run('w2', async () => {
+      runs++;
+      await currentTransaction().query(`INSERT INTO "${schema}".ledger (charge_id, amount) VALUES ('w2', 1)`);
+      await held.promise;
+      throw new Error('card declined');
+    }, { transaction: true });
+    await waitUntil('the first call runs', () => runs === 1);
+    const waiting = engine.run('w2', () => (runs++, 'ran again'), { transaction: true, onDuplicate: 'wait', waitTimeout: '20s' });
+    await waitUntil('the duplicate waits for the claim in Postgres', async () => (await blockedClaims()) > 0);
+    held.open();
+    await expect(first).rejects.toThrow('card declined');
+    await expect(waiting).rejects.toBeInstanceOf(StoredFailureError);
+    expect(runs).toBe(1);
+    expect(await rows('w2')).toBe(0);
+  });
+
+  it('frees the key of a hung holder (process stopped) after one lease of silence: the server ends its transaction', async () => {
+    const child = spawnLedgerWorker('c6');
     try {
-      await waitUntil(`the worker wrote its ledger row (output: ${lines.join(' | ')})`, () => lines.includes('WROTE c5'), { timeoutMs: 60_000 });
+      await child.wrote;
+      child.process.kill('SIGSTOP'); // alive but silent: it stops pinging its transaction
+      const retried = await waitUntil('the server ended the silent holder\'s transaction and the retry ran', async () => {
+        try {
+          return await ledger.charge('c6', 100);
+        } catch (err) {
+          if (err instanceof DuplicateExecutionError) return undefined;
+          throw err;
+        }
+      }, { timeoutMs: 30_000, intervalMs: 100 });
+      expect(retried).toEqual({ id: 'c6', amount: 100 });
     } finally {
-      child.kill('SIGKILL');
-      await exited;
+      await child.kill();
+    }
+    expect(await rows('c6')).toBe(1);
+  }, 90_000);
+
+  it('leaves nothing of a process killed with SIGKILL between its write and its commit; the retry charges once', async () => {
+    const child = spawnLedgerWorker('c5');
+    try {
+      await child.wrote;
+    } finally {
+      await child.kill();
     }
     expect(await rows('c5')).toBe(0);
-    const retried = await waitUntil('the dead holder lease lapsed and the retry ran', async () => {
+    const retried = await waitUntil('Postgres ended the dead holder\'s transaction and the retry ran', async () => {
       try {
         return await ledger.charge('c5', 100);
       } catch (err) {
@@ -232,20 +287,18 @@ describe('transactional mode when every pooled connection is busy', () => {
     await app.close();
   });
 
-  it('gives up opening the transaction after one lease with StoreUnavailableError, and releases the key', async () => {
+  it('gives up waiting for a connection after one lease with StoreUnavailableError, claiming nothing; then runs', async () => {
     const engine = app.get(IdempotencyService);
-    const begun = await engine.begin({ scope: 'method:default', key: 'pool-1', fingerprint: '', leaseMs: 500, ttlMs: 60_000 });
-    if (begun.kind !== 'acquired') throw new Error(`expected to acquire the key, got ${begun.kind}`);
     const pool = app.get(IdempotencyConnections).pool;
     const busy = [await pool.connect(), await pool.connect()];
+    let runs = 0;
     try {
-      const call = new TransactionalCall(engine, engine.transactionsFor('test'), begun.claim, 'read committed');
-      await expect(call.open()).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(engine.run('pool-1', () => ++runs, { transaction: true, lockTimeout: '500ms' })).rejects.toBeInstanceOf(StoreUnavailableError);
     } finally {
       for (const client of busy) client.release();
     }
-    await waitUntil('the key was released', async () => (await sql<{ status: string }>(
-      `SELECT status FROM "${schema}".idempotency_records WHERE key = 'pool-1'`))[0]?.status === 'failed');
-    expect(await engine.run('pool-1', () => 'ran again', { transaction: true })).toBe('ran again');
+    expect(runs).toBe(0);
+    expect(await sql(`SELECT 1 FROM "${schema}".idempotency_records WHERE key = 'pool-1'`)).toEqual([]);
+    expect(await engine.run('pool-1', () => ++runs, { transaction: true })).toBe(1);
   });
 });

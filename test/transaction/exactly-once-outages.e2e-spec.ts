@@ -72,7 +72,7 @@ describe.each(ADAPTERS)('transactional mode through outages (%s)', (adapter) => 
     hold.wrote = 0;
   });
 
-  it('a duplicate while Redis is down meets the committed claim (409), then replays the one committed charge', async () => {
+  it('a duplicate while Redis is down meets the uncommitted claim at the unique index (409), then replays the one committed charge', async () => {
     const held = gate();
     hold.next = () => held.promise;
     const first = charge('r1', 'r1').then((r) => r);

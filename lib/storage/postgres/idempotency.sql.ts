@@ -29,6 +29,7 @@ interface Statement {
 /** The hot-path statements, named so that pg prepares each once per connection. */
 export interface IdempotencySql {
   claim: Statement;
+  claimInTransaction: Statement;
   complete: Statement;
   release: Statement;
   extend: Statement;
@@ -36,17 +37,18 @@ export interface IdempotencySql {
   recentFailure: Statement;
 }
 
-/** Builds the store's statements for one schema. */
-export function idempotencySql(schema: string): IdempotencySql {
-  const table = `${quoteIdent(schema)}.${quoteIdent(RECORDS_TABLE)}`;
+/**
+ * One round trip. A live record (completed and unexpired, or any claim whose lease is still held — even past its
+ * TTL) is read without a row lock, so replays and duplicates cost no write. Otherwise the key is taken: new,
+ * expired, or a dead holder's lease with the same request (taken_over when an existing unreleased row was
+ * replaced: attempts only grows on that path). An empty result means the conflicting row is newer than this
+ * statement's snapshot: the caller asks again. `sourceGuard` is ANDed to the inserted row's condition;
+ * `acquiredColumn` is computed (as `extra`) on an acquired claim only, after the insert.
+ */
+function claimStatement(table: string, variant: { sourceGuard: string; acquiredColumn: string } = { sourceGuard: '', acquiredColumn: 'NULL' }): string {
+  const { sourceGuard, acquiredColumn } = variant;
   const ms = (param: string) => `(${param}::bigint * interval '1 millisecond')`;
-  const statements = {
-    // One round trip. A live record (completed and unexpired, or any claim whose lease is still held —
-    // even past its TTL) is read without a row lock, so replays and duplicates cost no write. Otherwise the
-    // key is taken: new, expired, or a dead holder's lease with the same request (taken_over when an existing
-    // unreleased row was replaced: attempts only grows on that path). An empty result means the conflicting
-    // row is newer than this statement's snapshot: the caller asks again.
-    claim: `
+  return `
       WITH live AS (
         SELECT id, status AS outcome, fingerprint, result, locked_until, expires_at
           FROM ${table}
@@ -54,7 +56,7 @@ export function idempotencySql(schema: string): IdempotencySql {
       ), taken AS (
         INSERT INTO ${table} AS r (scope, key, fingerprint, status, lease_token, locked_until, expires_at)
         SELECT $1::text, $2::text, $3::text, 'in_progress', $4::uuid, now() + ${ms('$5')}, now() + ${ms('$6')}
-         WHERE NOT EXISTS (SELECT 1 FROM live)
+         WHERE NOT EXISTS (SELECT 1 FROM live)${sourceGuard}
         ON CONFLICT (scope, key) WHERE ${ACTIVE_PREDICATE}
         DO UPDATE SET fingerprint = EXCLUDED.fingerprint, status = 'in_progress', lease_token = EXCLUDED.lease_token,
           locked_until = EXCLUDED.locked_until, expires_at = EXCLUDED.expires_at, result = NULL, error = NULL,
@@ -64,10 +66,29 @@ export function idempotencySql(schema: string): IdempotencySql {
         RETURNING r.id, r.attempts
       )
       SELECT id, 'acquired' AS outcome, NULL AS fingerprint, NULL::jsonb AS result, NULL::timestamptz AS locked_until, NULL::timestamptz AS expires_at,
-             attempts > 1 AS taken_over
+             attempts > 1 AS taken_over, ${acquiredColumn} AS extra
         FROM taken
       UNION ALL
-      SELECT id, outcome, fingerprint, result, locked_until, expires_at, NULL::boolean AS taken_over FROM live`,
+      SELECT id, outcome, fingerprint, result, locked_until, expires_at, NULL::boolean AS taken_over, NULL AS extra FROM live`;
+}
+
+/** Builds the store's statements for one schema. */
+export function idempotencySql(schema: string): IdempotencySql {
+  const table = `${quoteIdent(schema)}.${quoteIdent(RECORDS_TABLE)}`;
+  const ms = (param: string) => `(${param}::bigint * interval '1 millisecond')`;
+  const statements = {
+    claim: claimStatement(table),
+    // The claim of the transactional mode, as the first statement of the handler's transaction (nothing of it is
+    // visible before that commits). While it waits on another uncommitted claim of the key at the unique index,
+    // lock_timeout is $7 ms (the wait setting), then restored to $8; idle_in_transaction_session_timeout is $9 ms
+    // (the lease) for the rest of the transaction, so a hung holder's transaction ends and frees the key. The
+    // settings are made by the source row of the INSERT: it is computed before the row is inserted and waits.
+    claimInTransaction: claimStatement(table, {
+      sourceGuard: `
+           AND set_config('lock_timeout', $7::text, true) IS NOT NULL
+           AND set_config('idle_in_transaction_session_timeout', $9::text, true) IS NOT NULL`,
+      acquiredColumn: `set_config('lock_timeout', $8::text, true)`,
+    }),
     // The outcome lives for the claim's ttl from now: the claim set expires_at = created_at + ttl.
     complete: `
       UPDATE ${table} SET status = 'completed', result = $3::jsonb, locked_until = NULL, completed_at = now(),

@@ -5,7 +5,8 @@ import { IdempotencyStore } from '../idempotency.store';
 import { IdempotencySql, idempotencySql } from './idempotency.sql';
 import { StoreConnection, withPreparedStatements } from './statements';
 
-interface ClaimRow extends QueryResultRow {
+/** A row of the claim statements. */
+export interface ClaimRow extends QueryResultRow {
   id: string;
   outcome: string;
   fingerprint: string;
@@ -44,7 +45,7 @@ export class PostgresIdempotencyStore extends IdempotencyStore {
     const values = [request.scope, request.key, request.fingerprint, token, request.leaseMs, request.ttlMs];
     for (let attempt = 0; attempt < CLAIM_RACE_RETRIES; attempt++) {
       const { rows } = await this.pool.query<ClaimRow>({ ...this.sql.claim, values });
-      if (rows.length > 0) return this.toOutcome(rows[0], request, token);
+      if (rows.length > 0) return toClaimOutcome(rows[0], request, token);
       // The conflicting row was committed after this statement's snapshot: ask again with a fresh one.
     }
     // Other claims keep changing this key right now: to this caller, it is in progress.
@@ -86,19 +87,20 @@ export class PostgresIdempotencyStore extends IdempotencyStore {
     }
     return { kind: 'in_progress', fingerprint: row.fingerprint, lockedUntil: row.locked_until?.getTime() ?? 0 };
   }
+}
 
-  private toOutcome(row: ClaimRow, request: ClaimRequest, token: string): ClaimOutcome {
-    switch (row.outcome) {
-      case 'acquired':
-        return {
-          kind: 'acquired',
-          claim: { id: String(row.id), scope: request.scope, key: request.key, fingerprint: request.fingerprint, token, leaseMs: request.leaseMs },
-          takenOver: row.taken_over === true,
-        };
-      case 'completed':
-        return { kind: 'completed', record: { fingerprint: row.fingerprint, result: row.result, expiresAt: row.expires_at.getTime() } };
-      default:
-        return { kind: 'in_progress', fingerprint: row.fingerprint, lockedUntil: row.locked_until?.getTime() ?? 0 };
-    }
+/** What a claim statement's row means, for the claim of `request` under `token`. */
+export function toClaimOutcome(row: ClaimRow, request: ClaimRequest, token: string): ClaimOutcome {
+  switch (row.outcome) {
+    case 'acquired':
+      return {
+        kind: 'acquired',
+        claim: { id: String(row.id), scope: request.scope, key: request.key, fingerprint: request.fingerprint, token, leaseMs: request.leaseMs },
+        takenOver: row.taken_over === true,
+      };
+    case 'completed':
+      return { kind: 'completed', record: { fingerprint: row.fingerprint, result: row.result, expiresAt: row.expires_at.getTime() } };
+    default:
+      return { kind: 'in_progress', fingerprint: row.fingerprint, lockedUntil: row.locked_until?.getTime() ?? 0 };
   }
 }

@@ -1,9 +1,11 @@
+import type { PoolClient, QueryResultRow } from 'pg';
 import type { EntityManager, QueryRunner } from 'typeorm';
 import type { Claim, ClaimOutcome, ClaimRequest, CompletedRecord } from '../core/idempotency-record';
 import { StoreUnavailableError } from '../errors/store-unavailable.error';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
 import { idempotencySql, IdempotencySql } from '../storage/postgres/idempotency.sql';
 import { ClaimRow, toClaimOutcome } from '../storage/postgres/postgres-idempotency.store';
+import { NamedStatement, withPreparedStatements } from '../storage/postgres/statements';
 import { IdempotencyTransactions, OpenTransaction } from './idempotency-transactions';
 import type { TransactionIsolation } from './transaction-options';
 
@@ -61,8 +63,12 @@ export class PostgresTransactions extends IdempotencyTransactions {
   }
 
   private open(runner: QueryRunner, owned: boolean, defaults: SessionDefaults): OpenTransaction {
-    const sql = (this.statements ??= idempotencySql(this.connections.schema));
+    const sql = (this.statements ??= withPreparedStatements(idempotencySql(this.connections.schema), this.connections.preparedStatements));
     const rows = async <R>(text: string, values: unknown[] = []): Promise<R[]> => (await runner.query(text, values, true)).records as R[];
+    // The library's own statements go to the connection directly, named (prepared once per connection) unless
+    // postgres.preparedStatements is off; the handler's go through TypeORM as usual.
+    const client = (runner as unknown as { databaseConnection: PoolClient }).databaseConnection;
+    const run = async <R extends QueryResultRow>(statement: NamedStatement, values: unknown[]): Promise<R[]> => (await client.query<R>({ ...statement, values })).rows;
     let finished = false;
     return {
       manager: runner.manager,
@@ -75,7 +81,7 @@ export class PostgresTransactions extends IdempotencyTransactions {
         ];
         let found: ClaimRow[];
         try {
-          found = await rows<ClaimRow>(sql.claimInTransaction.text, values);
+          found = await run<ClaimRow>(sql.claimInTransaction, values);
         } catch (err) {
           const code = sqlState(err);
           if (code === LOCK_NOT_AVAILABLE) return 'lock timeout';
@@ -91,17 +97,16 @@ export class PostgresTransactions extends IdempotencyTransactions {
         await runner.query('ROLLBACK TO SAVEPOINT idempotency_work');
       },
       async release(claim: Claim, error: unknown): Promise<void> {
-        await runner.query(sql.release.text, [claim.id, claim.token, error === undefined ? null : JSON.stringify(error)]);
+        await run(sql.release, [claim.id, claim.token, error === undefined ? null : JSON.stringify(error)]);
       },
       async recentFailure(scope: string, key: string, withinMs: number): Promise<unknown> {
-        return (await rows<{ error: unknown }>(sql.recentFailure.text, [scope, key, Math.ceil(withinMs)]))[0]?.error ?? undefined;
+        return (await run<{ error: unknown }>(sql.recentFailure, [scope, key, Math.ceil(withinMs)]))[0]?.error ?? undefined;
       },
       async ping(): Promise<void> {
         await runner.query('SELECT 1');
       },
       async complete(claim: Claim, result: unknown): Promise<CompletedRecord | null> {
-        const { records } = await runner.query(sql.complete.text, [claim.id, claim.token, JSON.stringify(result)], true);
-        const rows = records as { expires_at: Date }[];
+        const rows = await run<{ expires_at: Date }>(sql.complete, [claim.id, claim.token, JSON.stringify(result)]);
         if (rows.length === 0) return null;
         return { fingerprint: claim.fingerprint, result, expiresAt: rows[0].expires_at.getTime() };
       },

@@ -2,7 +2,7 @@ import { Body, Controller, INestApplication, Injectable, Post } from '@nestjs/co
 import { Test } from '@nestjs/testing';
 import type { ChildProcess } from 'node:child_process';
 import request from 'supertest';
-import { IdempotencyModule, IdempotentMethod, InboxService, RetentionService, WorkflowClient } from '../../lib';
+import { currentTransaction, Idempotent, IdempotencyModule, IdempotentMethod, InboxService, RetentionService, WorkflowClient } from '../../lib';
 import { WorkflowReconciler } from '../../lib/workflow/workflow.reconciler';
 import { databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
 import { OrderWorkflow } from '../workflow/fixtures/order.workflow';
@@ -42,7 +42,19 @@ class PaymentsController {
     await new Promise((resolve) => setTimeout(resolve, 50));
     return { run, amount: body.amount };
   }
+
+  /** Transactional: claim, row and stored response in one transaction (one server connection under PgBouncer). */
+  @Post('payments-tx')
+  @Idempotent({ transaction: true })
+  async payInTransaction(@Body() body: { amount: number }) {
+    const run = this.counter.inc(`tx:${body.amount}`);
+    await currentTransaction().query(`INSERT INTO ${txLedger.table} (amount) VALUES ($1)`, [body.amount]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    return { run, amount: body.amount };
+  }
 }
+
+const txLedger = { table: '' };
 
 @Injectable()
 class Billing {
@@ -111,6 +123,18 @@ describe('through PgBouncer in transaction pooling (postgres.preparedStatements:
     const storm = await Promise.all(Array.from({ length: 20 }, () => pay('pgb-storm', 7)));
     expect(counter.runs.get('pay:7')).toBe(1);
     for (const res of storm) expect([201, 409]).toContain(res.status);
+  });
+
+  it('runs a transactional route once for 20 concurrent duplicates, its row committed with the replayed response', async () => {
+    txLedger.table = `"${schema}".tx_ledger`;
+    await sql(`CREATE TABLE ${txLedger.table} (id serial PRIMARY KEY, amount int NOT NULL)`);
+    const payTx = () => request(app.getHttpServer()).post('/payments-tx').set('Idempotency-Key', 'pgb-tx').send({ amount: 9 });
+    const storm = await Promise.all(Array.from({ length: 20 }, payTx));
+    for (const res of storm) expect([201, 409]).toContain(res.status);
+    expect(counter.runs.get('tx:9')).toBe(1);
+    const replay = await payTx();
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect((await sql(`SELECT id FROM ${txLedger.table}`)).length).toBe(1);
   });
 
   it('guards a provider method and processes an inbox message once', async () => {

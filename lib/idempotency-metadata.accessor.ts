@@ -1,4 +1,5 @@
 import { Injectable, Type } from '@nestjs/common';
+import { PATH_METADATA } from '@nestjs/common/constants';
 import { Reflector } from '@nestjs/core';
 import { IDEMPOTENT_METHOD_METADATA, IDEMPOTENT_ROUTE_METADATA, SKIP_IDEMPOTENCY_METADATA } from './idempotency.constants';
 import type { IdempotentRouteOptions } from './interfaces/idempotency-options.interface';
@@ -30,6 +31,11 @@ export class IdempotencyMetadataAccessor {
     const onMethod = this.reflector.get<IdempotentRouteOptions | undefined>(IDEMPOTENT_ROUTE_METADATA, handler);
     const options = onClass || onMethod ? { ...onClass, ...onMethod } : undefined;
     return { skip, options };
+  }
+
+  /** True when `handler` is a route handler (it has a `@Get()`, `@Post()`, … decorator). */
+  isRouteHandler(handler: (...args: unknown[]) => unknown): boolean {
+    return Reflect.getMetadata(PATH_METADATA, handler) !== undefined;
   }
 
   /** True when the route sends its own response (`@Res()` or `@Next()` without `passthrough`), as Nest decides it. */

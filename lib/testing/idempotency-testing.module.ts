@@ -29,6 +29,7 @@ import { MemoryRetentionService } from './memory-retention.service';
 import { NoWorkflowStartCache } from './no-workflow-start.cache';
 import { IdempotencyTransactions } from '../transaction/idempotency-transactions';
 import { TransactionalSteps } from '../transaction/transactional-steps';
+import { TransactionalRoutesCheck } from './transactional-routes.check';
 
 /**
  * The providers of IdempotencyModule that talk to Postgres, Redis or BullMQ (or start workers and timers): the
@@ -70,6 +71,7 @@ export class IdempotencyTestingModule {
       { provide: WorkflowQueues, useClass: InlineWorkflowQueues },
       { provide: WorkflowStartCache, useFactory: () => new NoWorkflowStartCache() },
       InlineWorkflowRunner,
+      TransactionalRoutesCheck,
     ];
     const exported = (Reflect.getMetadata(MODULE_METADATA.EXPORTS, IdempotencyModule) ?? []) as NonNullable<DynamicModule['exports']>;
     return {

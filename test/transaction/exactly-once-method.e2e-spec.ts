@@ -1,4 +1,4 @@
-import { Injectable, INestApplicationContext, Module } from '@nestjs/common';
+import { Controller, Injectable, INestApplicationContext, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { ChildProcess, spawn } from 'node:child_process';
@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
   currentTransaction, DuplicateExecutionError, IdempotencyConfigError, IdempotencyModule, IdempotencyService, IdempotencyTestingModule,
-  IdempotentMethod, InboxService, NotInTransactionError, StoredFailureError, StoreUnavailableError,
+  Idempotent, IdempotentMethod, InboxService, NotInTransactionError, SkipIdempotency, StoredFailureError, StoreUnavailableError,
 } from '../../lib';
 import { IdempotencyConnections } from '../../lib/storage/idempotency-connections';
 import { gate, waitUntil } from '../support/resilience';
@@ -228,6 +228,41 @@ describe('transaction: true without a Postgres store', () => {
     const moduleRef = await Test.createTestingModule({ imports: [IdempotencyTestingModule.forRoot({ http: { transaction: true } })] }).compile().catch((err: unknown) => err);
     expect(moduleRef).toBeInstanceOf(IdempotencyConfigError);
     expect((moduleRef as Error).message).toMatch(/http\.transaction: the transactional mode needs Postgres/);
+  });
+
+  it('fails at startup under IdempotencyTestingModule for a route with @Idempotent({ transaction: true }), naming it', async () => {
+    @Controller()
+    class PaymentsController {
+      @Post('plain')
+      @Idempotent()
+      plain(): string {
+        return 'ok';
+      }
+
+      @Post('pay')
+      @Idempotent({ transaction: true })
+      pay(): string {
+        return 'paid';
+      }
+    }
+    const moduleRef = await Test.createTestingModule({ imports: [IdempotencyTestingModule.forRoot()], controllers: [PaymentsController] }).compile();
+    await expect(moduleRef.init()).rejects.toThrow(IdempotencyConfigError);
+    await expect(moduleRef.init()).rejects.toThrow(/@Idempotent\(\) on PaymentsController\.pay: transaction: true needs the Postgres store/);
+  });
+
+  it('starts under IdempotencyTestingModule when a transactional route opts out with @SkipIdempotency()', async () => {
+    @Controller()
+    @Idempotent({ transaction: true })
+    class SkippedController {
+      @Post('skipped')
+      @SkipIdempotency()
+      skipped(): string {
+        return 'ok';
+      }
+    }
+    const moduleRef = await Test.createTestingModule({ imports: [IdempotencyTestingModule.forRoot()], controllers: [SkippedController] }).compile();
+    await expect(moduleRef.init()).resolves.toBe(moduleRef);
+    await moduleRef.close();
   });
 
   it('fails at startup under IdempotencyTestingModule, naming the method', async () => {

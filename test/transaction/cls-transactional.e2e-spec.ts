@@ -13,12 +13,12 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import request from 'supertest';
 import {
-  currentTransaction, IdempotencyConfigError, Idempotent, IdempotencyModule, IdempotentMethod, InboxService, NotInTransactionError, Step, Workflow, WorkflowClient,
+  currentTransaction, IdempotencyConfigError, Idempotent, IdempotencyModule, IdempotencyService, IdempotentMethod, InboxService, NotInTransactionError, Step, Workflow, WorkflowClient,
 } from '../../lib';
 import { listen, waitUntil } from '../support/resilience';
 import { ADAPTERS, AdapterName, databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
 import { FAST, uniquePrefix } from '../workflow/support';
-import { CLS_PAYMENTS_DDL, ClsPaymentRepository, clsAppImports, Seen } from './fixtures/cls-payments';
+import { CLS_PAYMENTS_DDL, ClsLedgerRepository, ClsPaymentRepository, clsAppImports, Seen } from './fixtures/cls-payments';
 
 jest.setTimeout(120_000);
 
@@ -80,7 +80,7 @@ async function boot(adapter: AdapterName, schema: string, withWorkflows: boolean
       },
     }),
     controllers: [ChargeController],
-    providers: [ClsPaymentRepository, ClsBilling, ...(withWorkflows ? [ClsLedgerWorkflow] : [])],
+    providers: [ClsPaymentRepository, ClsLedgerRepository, ClsBilling, ...(withWorkflows ? [ClsLedgerWorkflow] : [])],
   }).compile();
   const app = adapter === 'fastify' ? moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter()) : moduleRef.createNestApplication();
   app.useLogger(false);
@@ -157,6 +157,23 @@ describe('@nestjs-cls/transactional on the other faces, and where the library op
     expect(ClsLedgerWorkflow.failFirst.has('s1')).toBe(false);
     expect(ClsLedgerWorkflow.seen.get('s1')).toEqual({ sameAsLibrary: true, pluginActive: true });
     expect(await rows('s1')).toBe(1);
+  });
+
+  it('IdempotencyService.run(): a named connection with @InjectTransaction() joins too, and a Nested @Transactional() is a savepoint in it', async () => {
+    const engine = app.get(IdempotencyService);
+    const ledger = app.get(ClsLedgerRepository);
+    const charge = (fail?: string) => engine.run('r1', async () => {
+      const seen = [await ledger.save('r1', 'named'), await payments.saveNested('r1', 'nested')];
+      await expect(payments.saveNested('r1', 'nested-undone', 'undone')).rejects.toThrow('undone'); // back to its savepoint only
+      if (fail) throw new Error(fail);
+      return seen;
+    }, { transaction: true });
+    const count = async (face: string) => Number((await sql<{ n: string }>(`SELECT count(*) AS n FROM "${schema}".cls_payments WHERE charge_id = 'r1' AND face = $1`, [face]))[0].n);
+    await expect(charge('card declined')).rejects.toThrow('card declined');
+    expect(await rows('r1')).toBe(0);
+    const bound = { sameAsLibrary: true, pluginActive: true };
+    expect(await charge()).toEqual([bound, bound]);
+    expect([await count('named'), await count('nested'), await count('nested-undone')]).toEqual([1, 1, 0]);
   });
 
   it('inbox handler: txHost.tx is the inbox transaction; a throw rolls back both, a duplicate is skipped', async () => {

@@ -70,6 +70,13 @@ class ClsLedgerWorkflow {
 }
 
 async function boot(adapter: AdapterName, schema: string, withWorkflows: boolean): Promise<INestApplication> {
+  const app = await create(adapter, schema, withWorkflows);
+  await app.init();
+  if (adapter === 'fastify') await (app as NestFastifyApplication).getHttpAdapter().getInstance().ready();
+  return app;
+}
+
+async function create(adapter: AdapterName, schema: string, withWorkflows: boolean): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({
     imports: clsAppImports({
       databaseUrl: databaseUrl(),
@@ -84,8 +91,6 @@ async function boot(adapter: AdapterName, schema: string, withWorkflows: boolean
   }).compile();
   const app = adapter === 'fastify' ? moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter()) : moduleRef.createNestApplication();
   app.useLogger(false);
-  await app.init();
-  if (adapter === 'fastify') await (app as NestFastifyApplication).getHttpAdapter().getInstance().ready();
   return app;
 }
 
@@ -221,6 +226,17 @@ describe('@nestjs-cls/transactional on the other faces, and where the library op
     } finally {
       await misconfigured.close();
       await sql(`DROP SCHEMA IF EXISTS "${other}" CASCADE`);
+    }
+  });
+
+  it('a plugin that does not see the bound transaction (another version, a second nestjs-cls copy) fails at startup', async () => {
+    jest.spyOn(TransactionHost.prototype as unknown as { setTxInstance: () => void }, 'setTxInstance').mockImplementation(() => undefined);
+    const blind = await create('express', schema, false);
+    try {
+      await expect(blind.init()).rejects.toThrow(/Unsupported @nestjs-cls\/transactional setup:\n.*TransactionHost of connection "default", "ledger" did not return the transaction/);
+    } finally {
+      jest.restoreAllMocks();
+      await blind.close();
     }
   });
 

@@ -99,7 +99,7 @@ class ClsHostBinder implements TransactionHostBinder {
     throw new IdempotencyConfigError([
       `@nestjs-cls/transactional: the TransactionHost of connection ${blind.map((h) => `"${h.connection}"`).join(', ') || '(all)'} did not return ` +
         'the transaction nestjs-idempotency made active (this version of @nestjs-cls/transactional or nestjs-cls keeps it elsewhere, or the app ' +
-        'loads two copies of nestjs-cls). Install the versions this library supports (@nestjs-cls/transactional ^3, nestjs-cls ^6.3 || ^7), once each',
+        'loads two copies of nestjs-cls). Install the versions this library supports (@nestjs-cls/transactional ^3, nestjs-cls ^6.3), once each',
     ], 'Unsupported @nestjs-cls/transactional setup');
   }
 }

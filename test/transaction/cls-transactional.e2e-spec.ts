@@ -8,21 +8,18 @@ import { Test } from '@nestjs/testing';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsModule } from 'nestjs-cls';
-import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import request from 'supertest';
 import {
   currentTransaction, IdempotencyConfigError, Idempotent, IdempotencyModule, IdempotencyService, IdempotentMethod, InboxService, NotInTransactionError, Step, Workflow, WorkflowClient,
 } from '../../lib';
 import { listen, waitUntil } from '../support/resilience';
 import { ADAPTERS, AdapterName, databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
+import { spawnWorker } from '../workflow/processes';
 import { FAST, uniquePrefix } from '../workflow/support';
 import { CLS_PAYMENTS_DDL, ClsLedgerRepository, ClsPaymentRepository, clsAppImports, Seen } from './fixtures/cls-payments';
 
 jest.setTimeout(120_000);
-
-const ROOT = join(__dirname, '..', '..');
 
 @Controller('cls')
 class ChargeController {
@@ -241,21 +238,15 @@ describe('@nestjs-cls/transactional on the other faces, and where the library op
   });
 
   it('SIGKILL after the txHost.tx write and before commit leaves nothing; the retry on another instance writes once', async () => {
-    const child: ChildProcess = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', join(__dirname, 'fixtures', 'cls-crash-app.ts')], {
-      cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: databaseUrl(), REDIS_URL: redisUrl(), IDEM_SCHEMA: schema, TS_NODE_PROJECT: join(ROOT, 'tsconfig.json') },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    const lines: string[] = [];
-    createInterface({ input: child.stdout! }).on('line', (line) => lines.push(line));
-    const exited = new Promise((resolve) => child.once('exit', resolve));
+    const scenario = { schema, prefix: uniquePrefix(), databaseUrl: databaseUrl(), redisUrl: redisUrl() };
+    const child = spawnWorker(scenario, { IDEM_SCHEMA: schema }, join(__dirname, 'fixtures', 'cls-crash-app.ts'));
     try {
-      const listening = await waitUntil(`the child listens (output: ${lines.join(' | ')})`, () => lines.find((l) => l.startsWith('LISTENING ')), { timeoutMs: 60_000 });
+      const listening = await child.line('LISTENING ');
       void request(listening.slice('LISTENING '.length)).post('/cls/charges').set('Idempotency-Key', 'k-crash').send({}).then(() => undefined, () => undefined);
-      await waitUntil(`the child wrote (output: ${lines.join(' | ')})`, () => lines.includes('WROTE k-crash'), { timeoutMs: 30_000 });
+      await child.line('WROTE k-crash', 30_000);
     } finally {
-      child.kill('SIGKILL');
-      await exited;
+      child.proc.kill('SIGKILL');
+      await child.exited;
     }
     expect(await rows('k-crash')).toBe(0);
     const url = await listen(app);

@@ -22,6 +22,7 @@ import { RedisIdempotencyCache } from './storage/redis/redis-idempotency.cache';
 import { IdempotencyTransactions } from './transaction/idempotency-transactions';
 import { PostgresTransactions } from './transaction/postgres-transactions';
 import { TransactionalSteps } from './transaction/transactional-steps';
+import { ClsTransactionBridge } from './transaction/cls/cls-transaction-bridge';
 import { resolveOptions } from './utils/validate-options';
 import { workflowProviders } from './workflow/workflow.providers';
 import { outboxProviders } from './outbox/outbox.providers';
@@ -66,6 +67,7 @@ export const idempotencyProviders: Provider[] = [
       new TransactionalSteps(transactions, connections, options.workflows.lockDurationMs),
     inject: [IdempotencyTransactions, IdempotencyConnections, RESOLVED_IDEMPOTENCY_OPTIONS],
   },
+  ClsTransactionBridge,
   IdempotencyService,
   IdempotencyMetadataAccessor,
   IdempotentMethodExplorer,

@@ -30,6 +30,7 @@ import { NoWorkflowStartCache } from './no-workflow-start.cache';
 import { IdempotencyTransactions } from '../transaction/idempotency-transactions';
 import { TransactionalSteps } from '../transaction/transactional-steps';
 import { TransactionalRoutesCheck } from './transactional-routes.check';
+import { ClsTransactionBridge } from '../transaction/cls/cls-transaction-bridge';
 
 /**
  * The providers of IdempotencyModule that talk to Postgres, Redis or BullMQ (or start workers and timers): the
@@ -40,7 +41,7 @@ const REPLACED: readonly unknown[] = [
   RESOLVED_IDEMPOTENCY_OPTIONS, IdempotencyConnections, IdempotencyStore, IdempotencyCache, InboxService, RetentionService,
   WorkflowStore, WorkflowQueues, WorkflowStartCache, WorkflowWorker, WorkflowReconciler, WorkflowOrchestrator,
   // No database: `transaction: true` is refused at startup (these are injected as optional).
-  IdempotencyTransactions, TransactionalSteps,
+  IdempotencyTransactions, TransactionalSteps, ClsTransactionBridge,
   OutboxService, OutboxRelay,
 ];
 

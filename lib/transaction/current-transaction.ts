@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { EntityManager } from 'typeorm';
 import { NotInTransactionError } from '../errors/not-in-transaction.error';
+import { joinTransactionHosts } from './cls/transaction-host-binding';
 
 const storage = new AsyncLocalStorage<EntityManager>();
 
@@ -20,7 +21,7 @@ export function activeTransaction(): EntityManager | undefined {
   return storage.getStore();
 }
 
-/** Runs `work` with `manager` as the current transaction (internal). */
+/** Runs `work` with `manager` as the current transaction (internal); also `txHost.tx` where @nestjs-cls/transactional is set up. */
 export function withTransaction<T>(manager: EntityManager, work: () => T): T {
-  return storage.run(manager, work);
+  return storage.run(manager, () => joinTransactionHosts(manager, work));
 }

@@ -4,6 +4,7 @@ import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 export interface Peers {
   bullmq: typeof import('bullmq');
   ioredis: typeof import('ioredis');
+  'nestjs-cls': typeof import('nestjs-cls');
   typeorm: typeof import('typeorm');
 }
 

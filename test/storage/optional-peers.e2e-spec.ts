@@ -31,8 +31,8 @@ describe('optional peers: ioredis and bullmq are loaded only when configured', (
     for (const schema of schemas) await sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   });
 
-  it('with redis: false and no workflows, runs without ioredis and bullmq installed', async () => {
-    const result = await runWithout(['ioredis', 'bullmq'], 'postgres-only', fresh());
+  it('with redis: false and no workflows, runs without ioredis, bullmq and the nestjs-cls packages installed', async () => {
+    const result = await runWithout(['ioredis', 'bullmq', 'nestjs-cls', '@nestjs-cls/transactional', '@nestjs-cls/transactional-adapter-typeorm'], 'postgres-only', fresh());
     expect(result).toEqual({ ok: true, statuses: [201, 201], replayed: 'true', charged: ['charged a', 'charged a'], runs: 2, loaded: [] });
   });
 

@@ -301,8 +301,12 @@ export class PostgresWorkflowStore extends WorkflowStore {
   }
 
   async registerWait(executionId: string, position: number, kind: WaitKind, afterMs: number | null): Promise<number> {
-    const rows = await this.query<{ wake_ms: number | null }>({ ...this.sql.registerWait, values: [executionId, position, kind, afterMs === null ? null : Math.round(afterMs)] });
-    if (rows.length === 0) throw new Error(`wait #${position} of execution ${executionId} could not be registered (the execution no longer exists)`);
+    const gone = () => new Error(`wait #${position} of execution ${executionId} could not be registered (the execution no longer exists)`);
+    const values = [executionId, position, kind, afterMs === null ? null : Math.round(afterMs)];
+    const rows = await this.query<{ wake_ms: number | null }>({ ...this.sql.registerWait, values }).catch((err: { code?: string }) => {
+      throw err.code === '23503' ? gone() : err; // foreign key: the execution was removed
+    });
+    if (rows.length === 0) throw gone();
     return rows[0].wake_ms ?? Infinity;
   }
 

@@ -303,7 +303,7 @@ export class PostgresWorkflowStore extends WorkflowStore {
   async registerWait(executionId: string, position: number, kind: WaitKind, afterMs: number | null): Promise<number> {
     const gone = () => new Error(`wait #${position} of execution ${executionId} could not be registered (the execution no longer exists)`);
     const values = [executionId, position, kind, afterMs === null ? null : Math.round(afterMs)];
-    const rows = await this.query<{ wake_ms: number | null }>({ ...this.sql.registerWait, values }).catch((err: { code?: string }) => {
+    const rows = await this.query<{ wake_ms: number | null }>({ ...this.sql.registerWait, values }).catch((err: Error & { code?: string }) => {
       throw err.code === '23503' ? gone() : err; // foreign key: the execution was removed
     });
     if (rows.length === 0) throw gone();

@@ -9,9 +9,8 @@ class ShippingWorkflow {
   }
 
   @Step()
-  async ship(fail: boolean): Promise<string> {
-    if (fail) throw new Error('no carrier');
-    return 'shipped';
+  ship(fail: boolean): Promise<string> {
+    return fail ? Promise.reject(new Error('no carrier')) : Promise.resolve('shipped');
   }
 }
 

@@ -56,7 +56,10 @@ export type { Duration } from './utils/duration';
 export { Workflow } from './workflow/workflow.decorator';
 export { Step } from './workflow/step.decorator';
 export { WorkflowClient } from './workflow/workflow.client';
-export type { WorkflowClass } from './workflow/workflow.client';
+export type { WorkflowClass, SendOptions, GetEventOptions } from './workflow/workflow.client';
+/** Durable calls of a workflow's run(): sleep, receive messages, publish events, start and await child workflows. */
+export { sleep, recv, setEvent, startChild, runChild } from './workflow/workflow-calls';
+export type { RecvOptions, StartChildOptions, ChildWorkflowHandle } from './workflow/workflow-calls';
 export { WorkflowHandle } from './workflow/workflow-handle';
 export type { ResultOptions } from './workflow/workflow-handle';
 export { currentStep, StepContextAccessor, NotInStepError } from './workflow/step-context';
@@ -81,6 +84,9 @@ export { StepFailedError } from './errors/step-failed.error';
 export { StepTimeoutError } from './errors/step-timeout.error';
 export { WorkflowNotFoundError } from './errors/workflow-not-found.error';
 export { WorkflowResultTimeoutError } from './errors/workflow-result-timeout.error';
+export { NotInWorkflowError } from './errors/not-in-workflow.error';
+export { WorkflowFinishedError } from './errors/workflow-finished.error';
+export { ChildWorkflowFailedError } from './errors/child-workflow-failed.error';
 export { REPLAYED_HEADER, UNPROTECTED_HEADER } from './idempotency.constants';
 /** `IdempotencyModule` for unit tests: in-memory stores with the same rules, workflows in process, no Postgres or Redis. */
 export { IdempotencyTestingModule } from './testing/idempotency-testing.module';

@@ -3,7 +3,7 @@ import type { ConnectionOptions, Queue } from 'bullmq';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { StepBackoff } from '../workflow/workflow.interfaces';
-import { JobSignal, WorkflowQueues } from '../workflow/workflow-queues';
+import { EVENT_CHANNEL, eventSignalKey, JobSignal, wakeJobKey, WorkflowQueues } from '../workflow/workflow-queues';
 
 /** A job of an inline queue: what the step worker and the executor read of a BullMQ job. */
 export interface InlineJob {
@@ -57,6 +57,22 @@ export class InlineWorkflowQueues extends WorkflowQueues {
   }
 
   override listen(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** In process: the runner of a suspended execution listens for its wake signal. */
+  override wakeRun(queue: string, _workflowName: string, executionId: string): Promise<void> {
+    this.notify(queue, wakeJobKey(executionId), { kind: 'check' });
+    return Promise.resolve();
+  }
+
+  override publishEventSet(_queue: string, executionId: string, key: string): Promise<void> {
+    this.notify(EVENT_CHANNEL, eventSignalKey(executionId, key), { kind: 'check' });
+    return Promise.resolve();
+  }
+
+  override publishRunWake(queue: string, executionId: string): Promise<void> {
+    this.notify(queue, wakeJobKey(executionId), { kind: 'check' });
     return Promise.resolve();
   }
 

@@ -7,7 +7,9 @@ import { StepWorker } from '../workflow/step-worker';
 import type { WorkflowJobData } from '../workflow/workflow-worker';
 import { WorkflowExecutor } from '../workflow/workflow.executor';
 import { WorkflowRegistry } from '../workflow/workflow.registry';
-import { WorkflowQueues } from '../workflow/workflow-queues';
+import { wakeJobKey, WorkflowQueues } from '../workflow/workflow-queues';
+import { WorkflowStore } from '../workflow/storage/workflow.store';
+import { setLongTimeout } from '../utils/long-timer';
 import { InlineJob, InlineWorkflowQueues } from './inline-workflow-queues';
 
 /**
@@ -23,7 +25,11 @@ export class InlineWorkflowRunner implements OnModuleInit, BeforeApplicationShut
     private readonly registry: WorkflowRegistry,
     private readonly executor: WorkflowExecutor,
     private readonly steps: StepWorker,
+    private readonly store: WorkflowStore,
   ) {}
+
+  /** Ends the waits of suspended executions at shutdown. */
+  private readonly stop = new AbortController();
 
   onModuleInit(): void {
     this.queues.setProcessor((queue, job) => this.process(queue, job));
@@ -31,6 +37,7 @@ export class InlineWorkflowRunner implements OnModuleInit, BeforeApplicationShut
 
   /** Stops runs before their next step, starts no further attempt, and waits (at most `lockDuration`) for steps in progress. */
   async beforeApplicationShutdown(): Promise<void> {
+    this.stop.abort();
     this.executor.abortAll();
     await this.queues.close();
     const deadline = Date.now() + this.options.workflows.lockDurationMs;
@@ -38,9 +45,40 @@ export class InlineWorkflowRunner implements OnModuleInit, BeforeApplicationShut
   }
 
   private process(queue: string, job: InlineJob): Promise<unknown> {
-    if (this.registry.workflowQueues().includes(queue)) {
-      return this.executor.execute((job.data as WorkflowJobData).executionId);
-    }
+    if (this.registry.workflowQueues().includes(queue)) return this.runWorkflow(queue, (job.data as WorkflowJobData).executionId);
     return this.steps.process(queue, { id: job.id, data: job.data as StepJobData, attemptsMade: job.attemptsMade });
+  }
+
+  /**
+   * Runs an execution; a suspended one (sleep, recv, a child) runs again at its wake-up time or when a message or a
+   * child wakes it, as BullMQ's delayed job would (the inline job stays active meanwhile).
+   */
+  private async runWorkflow(queue: string, executionId: string): Promise<unknown> {
+    for (;;) {
+      let wake: (() => void) | undefined;
+      let woken = false;
+      const unsubscribe = this.queues.wait(queue, wakeJobKey(executionId), () => {
+        woken = true;
+        wake?.();
+      });
+      try {
+        const outcome = await this.executor.execute(executionId);
+        if (outcome === 'finished') return outcome;
+        if (outcome === 'released' && this.queues.isClosed) return outcome;
+        if (typeof outcome === 'object' && !woken && !(await this.store.wakeRequested(executionId))) {
+          await new Promise<void>((resolve) => {
+            const timer = outcome.suspendedUntil === Infinity ? undefined : setLongTimeout(resolve, outcome.suspendedUntil - Date.now());
+            wake = () => {
+              timer?.clear();
+              resolve();
+            };
+            this.stop.signal.addEventListener('abort', wake, { once: true });
+          });
+        }
+        if (this.stop.signal.aborted) return 'released';
+      } finally {
+        unsubscribe();
+      }
+    }
   }
 }

@@ -1,14 +1,16 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { DurableCalls } from './durable-calls';
 import type { RunJournal } from './run-journal';
 import type { RegisteredWorkflow } from './workflow.registry';
 import type { WorkflowExecution } from './workflow.interfaces';
 
 /** Why a run stopped before its function returned. */
-export type StopReason = 'cancelled' | 'timed_out' | 'finished' | 'shutdown' | 'nondeterministic' | 'infrastructure';
+export type StopReason = 'cancelled' | 'timed_out' | 'finished' | 'shutdown' | 'nondeterministic' | 'infrastructure' | 'suspended';
 
 /** @internal Thrown into a run that must not start further steps. */
 export class RunStopped extends Error {
-  constructor(readonly reason: StopReason, readonly error?: unknown) {
+  /** `until`: for 'suspended', when the run should wake (ms since the epoch; Infinity: on a message or a child only). */
+  constructor(readonly reason: StopReason, readonly error?: unknown, readonly until?: number) {
     super(`workflow run stopped: ${reason}`);
     this.name = 'RunStopped';
   }
@@ -24,6 +26,20 @@ export interface RunContext {
   stopped?: RunStopped;
   /** Fires when `stopped` is set. */
   abort: AbortController;
+  /** What `sleep`, `recv`, `setEvent` and the child calls use. */
+  calls: DurableCalls;
+  /** Journal outcomes being produced without a durable wait (step jobs, writes): while any is, the run stays. */
+  busy: number;
+  /** The durable waits (sleep, recv, a child's result) this run is in, by position. */
+  waits: Map<number, RunWait>;
+  /** An idle check is scheduled (see `scheduleIdleCheck`). */
+  idleCheckScheduled?: boolean;
+}
+
+/** @internal A durable wait in progress: when it ends by time (Infinity: never by time), and how to end it early. */
+export interface RunWait {
+  until: number;
+  nudge(): void;
 }
 
 /** @internal The run whose workflow function is executing in this async call chain. */

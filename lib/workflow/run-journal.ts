@@ -68,6 +68,11 @@ export class RunJournal {
     return this.delivered;
   }
 
+  /** True when nothing is waiting to be delivered or read: the workflow code has received all that has arrived. */
+  get isQuiet(): boolean {
+    return this.arrived.size === 0 && !this.scheduled && !this.fetching;
+  }
+
   /** A step call: takes the next position; its outcome comes through `record` (or was recorded before the run). */
   call(): JournalCall {
     const position = this.nextPosition++;

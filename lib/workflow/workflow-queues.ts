@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
-import type { ConnectionOptions, Queue, QueueEvents } from 'bullmq';
+import type { ConnectionOptions, Queue, QueueEvents, QueueEventsProducer } from 'bullmq';
+import { createHash } from 'node:crypto';
 import type { Cluster, ClusterOptions, Redis } from 'ioredis';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
@@ -28,6 +29,26 @@ export function workflowJobId(executionId: string): string {
   return `wf-${executionId}`;
 }
 
+/** The in-process signal key that wakes the waits of an execution's run (a message or a child's outcome arrived). */
+export function wakeJobKey(executionId: string): string {
+  return `wake-${executionId}`;
+}
+
+/** The in-process channel on which `setEvent` signals getEvent waiters (keys: `eventSignalKey`). */
+export const EVENT_CHANNEL = '\u0000workflow-events';
+
+/** The signal key of one event key of an execution; the key is hashed, so no user data reaches Redis's events stream. */
+export function eventSignalKey(executionId: string, key: string): string {
+  return `${executionId}\u0000${createHash('sha256').update(key).digest('hex').slice(0, 16)}`;
+}
+
+/** Custom events on a workflow queue's events stream: every process that listens to the queue hears them. */
+const EVENT_SET = 'idem:event-set';
+const RUN_WAKE = 'idem:run-wake';
+
+/** Far enough ahead for a job that only a message or a child wakes (BullMQ keeps delays as scores: a year stays exact). */
+export const WAKE_ON_SIGNAL_DELAY_MS = 365 * 86_400_000;
+
 /** The job id of the step at `position` of an execution: deterministic, never derived from the workflow id alone. */
 export function stepJobId(executionId: string, position: number): string {
   return `${executionId}-${position}`;
@@ -42,6 +63,7 @@ export class WorkflowQueues {
   private readonly logger = new Logger('Workflows');
   private readonly queues = new Map<string, Queue>();
   private readonly events = new Map<string, QueueEvents>();
+  private readonly producers = new Map<string, QueueEventsProducer>();
   private readonly waiters = new Map<string, Set<(signal: JobSignal) => void>>();
   private basePrefix?: string;
   private cluster?: Cluster;
@@ -135,10 +157,54 @@ export class WorkflowQueues {
       events.on('completed', ({ jobId }) => this.notify(name, jobId, { kind: 'finished' }));
       events.on('failed', ({ jobId }) => this.notify(name, jobId, { kind: 'check' }));
       events.on('removed', ({ jobId }) => this.notify(name, jobId, { kind: 'check' }));
+      const custom = events as unknown as { on(event: string, listener: (args: { executionId?: string; key?: string }) => void): void };
+      custom.on(EVENT_SET, ({ executionId, key }) => this.notify(EVENT_CHANNEL, `${executionId}\u0000${key}`, { kind: 'check' }));
+      custom.on(RUN_WAKE, ({ executionId }) => executionId && this.notify(name, wakeJobKey(executionId), { kind: 'check' }));
       this.events.set(name, events);
       started.push(events);
     }
     await Promise.all(started.map((e) => e.waitUntilReady()));
+  }
+
+  /**
+   * Makes a suspended execution's run due now: its delayed job is promoted, a lost one added again. A job that is
+   * active is left alone: the run there checks for a wake after it suspends (see WorkflowWorker).
+   */
+  async wakeRun(queue: string, workflowName: string, executionId: string): Promise<void> {
+    const q = this.queue(queue);
+    const jobId = workflowJobId(executionId);
+    const job = await q.getJob(jobId);
+    if (!job) {
+      await q.add(workflowName, { executionId }, { jobId, removeOnComplete: true, removeOnFail: true });
+      return;
+    }
+    // Not delayed (any more): it runs anyway.
+    if (await job.isDelayed()) await job.promote().catch(() => undefined);
+  }
+
+  /** Tells every process listening to `queue` that an event key of an execution was set (getEvent waiters read it). */
+  async publishEventSet(queue: string, executionId: string, key: string): Promise<void> {
+    this.notify(EVENT_CHANNEL, eventSignalKey(executionId, key), { kind: 'check' });
+    const [, hashed] = eventSignalKey(executionId, key).split('\u0000');
+    await this.publish(queue, { eventName: EVENT_SET, executionId, key: hashed });
+  }
+
+  /** Tells every process listening to `queue` that a run of the execution should check its waits (a message arrived). */
+  async publishRunWake(queue: string, executionId: string): Promise<void> {
+    this.notify(queue, wakeJobKey(executionId), { kind: 'check' });
+    await this.publish(queue, { eventName: RUN_WAKE, executionId });
+  }
+
+  private async publish(queue: string, event: { eventName: string; executionId: string; key?: string }): Promise<void> {
+    let producer = this.producers.get(queue);
+    if (!producer) {
+      const { QueueEventsProducer } = loadPeer('bullmq', 'workflows (@Workflow() classes)');
+      producer = new QueueEventsProducer(queue, { connection: this.connection(), prefix: this.prefixOf(queue) });
+      producer.on('error', (err: Error) => this.logger.warn(`queue events producer "${queue}": ${err.message}`));
+      this.producers.set(queue, producer);
+    }
+    // BullMQ's own default length of an events stream: custom events must not trim job events others still read.
+    await producer.publishEvent(event, 10_000);
   }
 
   /** Whether a job is live (will run or is running); undefined when Redis cannot be asked. */
@@ -183,9 +249,10 @@ export class WorkflowQueues {
   /** Closes every Queue and QueueEvents opened here. */
   async close(): Promise<void> {
     this.closed = true;
-    const all = [...this.events.values(), ...this.queues.values()];
+    const all = [...this.events.values(), ...this.queues.values(), ...this.producers.values()];
     this.events.clear();
     this.queues.clear();
+    this.producers.clear();
     await Promise.all(all.map((c) => c.close().catch(() => undefined)));
     // Workers have closed before this (beforeApplicationShutdown); nothing shares the Cluster client any more.
     this.cluster?.disconnect();

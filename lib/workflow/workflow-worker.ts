@@ -7,7 +7,8 @@ import { drainAndClose } from './step-worker';
 import { JobHandBack } from './hand-back';
 import { WorkflowExecutor } from './workflow.executor';
 import { WorkflowRegistry } from './workflow.registry';
-import { WorkflowQueues } from './workflow-queues';
+import { WAKE_ON_SIGNAL_DELAY_MS, WorkflowQueues } from './workflow-queues';
+import { WorkflowStore } from './storage/workflow.store';
 
 /** @internal The data of a workflow-run job. */
 export interface WorkflowJobData {
@@ -30,6 +31,7 @@ export class WorkflowWorker {
     private readonly registry: WorkflowRegistry,
     private readonly queues: WorkflowQueues,
     private readonly executor: WorkflowExecutor,
+    private readonly store: WorkflowStore,
   ) {
     this.handBack = new JobHandBack(this.logger, options.workflows.pollIntervalMs);
   }
@@ -65,11 +67,17 @@ export class WorkflowWorker {
     this.running++;
     try {
       const outcome = await this.executor.execute(job.data.executionId);
+      if (outcome === 'finished') return outcome;
       if (outcome === 'released') {
         await job.moveToDelayed(Date.now(), token);
-        throw new (loadPeer('bullmq', 'workflows (@Workflow() classes)').DelayedError)();
+      } else {
+        // Suspended (sleep, recv, a child): the job waits in BullMQ's delayed set, holding no worker slot.
+        const until = outcome.suspendedUntil === Infinity ? Date.now() + WAKE_ON_SIGNAL_DELAY_MS : outcome.suspendedUntil;
+        await job.moveToDelayed(Math.max(until, Date.now()), token);
+        // A message or a child that arrived while the job was still active left the wake to this run: promote it.
+        if (await this.store.wakeRequested(job.data.executionId).catch(() => true)) await job.promote().catch(() => undefined);
       }
-      return outcome;
+      throw new (loadPeer('bullmq', 'workflows (@Workflow() classes)').DelayedError)();
     } finally {
       this.running--;
     }

@@ -7,11 +7,17 @@ import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { canonicalJson } from '../utils/canonical-json';
 import { WorkflowStore } from './storage/workflow.store';
 import { uuidv7 } from './uuidv7';
-import type { ListWorkflowsOptions, StartWorkflowOptions, StepCheckpoint, WorkflowExecution } from './workflow.interfaces';
+import type { ListWorkflowsOptions, StartWorkflowOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from './workflow.interfaces';
 import { RegisteredWorkflow, WorkflowRegistry } from './workflow.registry';
 import { WorkflowHandle } from './workflow-handle';
 import { inputHash, resolveWorkflowId } from './workflow-identity';
-import { stepJobId, workflowJobId, WorkflowQueues } from './workflow-queues';
+import { EVENT_CHANNEL, eventSignalKey, stepJobId, workflowJobId, WorkflowQueues } from './workflow-queues';
+import { WorkflowWaker } from './workflow-waker';
+import { WorkflowFinishedError } from '../errors/workflow-finished.error';
+import type { Duration } from '../utils/duration';
+import { parseDuration } from '../utils/duration';
+import { sleep } from '../utils/long-timer';
+import { DEFAULT_TOPIC } from './workflow.constants';
 import { WorkflowStartCache } from './workflow-start.cache';
 import { RegisteredWorkflowRetention } from './workflow-retention';
 
@@ -20,6 +26,22 @@ export type WorkflowClass<W extends { run(input: never): unknown } = { run(input
 
 type InputOf<W> = W extends { run(input: infer I): unknown } ? I : never;
 type ResultOf<W> = W extends { run(input: never): infer R } ? Awaited<R> : never;
+
+/** Options of `WorkflowClient.send()`. */
+export interface SendOptions {
+  /** The topic `recv(topic)` reads. Default: the topic of `recv()` without one. */
+  topic?: string;
+  /** The same key sent again to the same execution is stored once. */
+  idempotencyKey?: string;
+}
+
+/** Options of `WorkflowClient.getEvent()`. */
+export interface GetEventOptions {
+  /** Wait this long for the key to be set. Default 0: read once. */
+  timeout?: Duration;
+}
+
+const FINAL: readonly WorkflowStatus[] = ['completed', 'failed', 'cancelled', 'timed_out'];
 
 /** Starts, finds, cancels, resumes and inspects durable workflow executions. */
 @Injectable()
@@ -33,6 +55,7 @@ export class WorkflowClient {
     private readonly queues: WorkflowQueues,
     private readonly startCache: WorkflowStartCache,
     private readonly retention: RegisteredWorkflowRetention,
+    private readonly waker: WorkflowWaker,
   ) {}
 
   /**
@@ -57,6 +80,28 @@ export class WorkflowClient {
     if (cached && cached.execution.workflowName === registered.name && cached.inputHash === hash) {
       return this.handle<ResultOf<W>>(registered, cached.execution);
     }
+    const execution = await this.insertOrFind(registered, canonical, hash, workflowId, options.onConflict === 'error');
+    return this.handle<ResultOf<W>>(registered, execution);
+  }
+
+  /**
+   * @internal Starts a child workflow of a running execution (`startChild`), linked to its parent, or returns the
+   * execution that already holds the id (a replay or a recovery never starts a second child).
+   */
+  async startChild(workflow: RegisteredWorkflow, input: unknown, workflowId: string, parentExecutionId: string): Promise<WorkflowExecution> {
+    const canonical = canonicalJson(input);
+    return this.insertOrFind(workflow, canonical, inputHash(workflow.name, canonical), workflowId, false, parentExecutionId);
+  }
+
+  /** Inserts and enqueues a new execution, or returns the one holding the id (after checking it is the same start). */
+  private async insertOrFind(
+    registered: RegisteredWorkflow,
+    canonical: string,
+    hash: string,
+    workflowId: string,
+    conflictIsError: boolean,
+    parentExecutionId?: string,
+  ): Promise<WorkflowExecution> {
     const executionId = uuidv7();
     const { inserted: insertedNow, execution } = await this.store.insert({
       executionId,
@@ -65,6 +110,7 @@ export class WorkflowClient {
       input: JSON.parse(canonical) as unknown,
       inputHash: hash,
       timeoutMs: registered.timeoutMs,
+      ...(parentExecutionId === undefined ? {} : { parentExecutionId }),
     });
     // A retried insert whose first attempt committed (the reply was lost) reads back its own row.
     const inserted = insertedNow || execution.executionId === executionId;
@@ -74,12 +120,12 @@ export class WorkflowClient {
         throw new WorkflowConflictError(workflowId, execution.executionId, `of another workflow ("${stored.workflowName}")`);
       }
       if (stored.inputHash !== hash) throw new WorkflowConflictError(workflowId, execution.executionId, 'with a different input');
-      if (options.onConflict === 'error') throw new WorkflowExistsError(workflowId, execution.executionId, execution.status);
+      if (conflictIsError) throw new WorkflowExistsError(workflowId, execution.executionId, execution.status);
       await this.startCache.remember(execution, hash, this.retention.retentionOf(registered));
-      return this.handle<ResultOf<W>>(registered, execution);
+      return execution;
     }
     await this.enqueue(registered, execution.executionId);
-    return this.handle<ResultOf<W>>(registered, execution);
+    return execution;
   }
 
   /** The handle of the newest execution of a workflow id (the live or completed one when there is one). */
@@ -105,6 +151,8 @@ export class WorkflowClient {
       await this.queues.queue(workflow.queue).remove(workflowJobId(execution.executionId)).catch(() => undefined);
       this.queues.notify(workflow.queue, workflowJobId(execution.executionId), { kind: 'check' });
     }
+    // Its unfinished children were cancelled with it; a parent waiting for this child learns of it now.
+    if (execution.parentExecutionId) await this.waker.wakeParent(execution.parentExecutionId);
     return true;
   }
 
@@ -140,6 +188,67 @@ export class WorkflowClient {
     await this.queues.queue(workflow.queue).remove(workflowJobId(latest.executionId)).catch(() => undefined);
     await this.enqueue(workflow, latest.executionId);
     return this.handle<R>(workflow, resumed.execution);
+  }
+
+  /**
+   * Sends a message to the live execution of a workflow id, for its `recv(topic)`: stored durably in Postgres, then
+   * the workflow is woken. With an `idempotencyKey`, the same key sent again is stored once (and a retry after the
+   * workflow consumed it and finished is accepted silently). Throws WorkflowNotFoundError for an unknown workflow id
+   * and WorkflowFinishedError when its newest execution has finished.
+   */
+  async send(workflowId: string, message: unknown, options: SendOptions = {}): Promise<void> {
+    if (options.idempotencyKey !== undefined && (typeof options.idempotencyKey !== 'string' || options.idempotencyKey.length === 0)) {
+      throw new TypeError('send(…, { idempotencyKey }): the key must be a non-empty string');
+    }
+    const json = JSON.stringify(message);
+    const sent = await this.store.send(workflowId, options.topic ?? DEFAULT_TOPIC, json === undefined ? null : JSON.parse(json), options.idempotencyKey ?? null);
+    if (!sent) throw new WorkflowNotFoundError(`no execution has workflow id "${workflowId}": start it before sending to it`);
+    const { execution } = sent;
+    if (FINAL.includes(execution.status)) {
+      if (sent.duplicate) return;
+      throw new WorkflowFinishedError(workflowId, execution.executionId, execution.status);
+    }
+    await this.waker.wake(execution);
+  }
+
+  /**
+   * The latest value a workflow published with `setEvent(key, …)`, waiting up to `timeout` for it to be set; null
+   * after the timeout, or at once when the execution has finished without setting it. Reads the newest execution of
+   * the workflow id. Throws WorkflowNotFoundError for an unknown workflow id.
+   */
+  async getEvent<T = unknown>(workflowId: string, key: string, options: GetEventOptions = {}): Promise<T | null> {
+    const timeoutMs = options.timeout === undefined ? 0 : parseDuration(options.timeout);
+    if (typeof timeoutMs === 'object') throw new TypeError(`getEvent({ timeout }): ${timeoutMs.error}`);
+    const deadline = Date.now() + timeoutMs;
+    let signalled = false;
+    let wake: (() => void) | undefined;
+    let unsubscribe: (() => void) | undefined;
+    try {
+      for (;;) {
+        const read = await this.store.getEvent(workflowId, key);
+        if (!read) throw new WorkflowNotFoundError(`no execution has workflow id "${workflowId}"`);
+        if (read.found) return read.value as T;
+        const remaining = deadline - Date.now();
+        if (remaining <= 0 || FINAL.includes(read.execution.status)) return null;
+        if (!unsubscribe) {
+          // Listen, then read once more: a value set in between is not missed.
+          unsubscribe = this.queues.wait(EVENT_CHANNEL, eventSignalKey(read.execution.executionId, key), () => {
+            signalled = true;
+            wake?.();
+          });
+          continue;
+        }
+        if (!signalled) {
+          const pause = sleep(Math.min(this.options.workflows.pollIntervalMs, remaining));
+          wake = pause.wake;
+          await pause.done;
+          wake = undefined;
+        }
+        signalled = false;
+      }
+    } finally {
+      unsubscribe?.();
+    }
   }
 
   /** Executions, newest first, filtered by status and workflow. */

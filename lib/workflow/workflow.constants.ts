@@ -8,3 +8,6 @@ export const STEP_METHODS_METADATA = 'nestjs-idempotency:step-methods';
 export const DEFAULT_WORKFLOW_QUEUE = 'workflows';
 /** Default queue of step jobs. */
 export const DEFAULT_STEP_QUEUE = 'steps';
+
+/** @internal The topic of `recv()` and `send()` without one. */
+export const DEFAULT_TOPIC = '';

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import { DeterminismError } from '../errors/determinism.error';
+import { verifyRecorded } from './journal-verify';
 import { StepFailedError } from '../errors/step-failed.error';
 import { WorkflowCancelledError } from '../errors/workflow-cancelled.error';
 import { WorkflowNotFoundError } from '../errors/workflow-not-found.error';
@@ -9,6 +10,9 @@ import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { RunContext, runStorage, RunStopped, stopRun } from './run-context';
 import { RunJournal } from './run-journal';
+import { nudgeWaits, produceOutcome } from './run-waits';
+import { WorkflowWaker } from './workflow-waker';
+import { DurableCalls } from './durable-calls';
 import { stepArgsHash } from './step-args-hash';
 import { serializeError } from './serialize-error';
 import { stepStorage } from './step-context';
@@ -17,12 +21,15 @@ import { StepWorker } from './step-worker';
 import { RecordedStep, RunEnd, WorkflowStore } from './storage/workflow.store';
 import type { StepCheckpoint } from './workflow.interfaces';
 import { RegisteredStep, WorkflowRegistry } from './workflow.registry';
-import { JobSignal, LIVE_JOB_STATES, POSTGRES_FALLBACK_POLLS, stepJobId, workflowJobId, WorkflowQueues } from './workflow-queues';
+import { JobSignal, LIVE_JOB_STATES, POSTGRES_FALLBACK_POLLS, stepJobId, wakeJobKey, workflowJobId, WorkflowQueues } from './workflow-queues';
 import { RegisteredWorkflowRetention } from './workflow-retention';
 import { LongTimer, setLongTimeout } from '../utils/long-timer';
 
-/** How an execution's run ended in this process. */
-export type RunOutcome = 'finished' | 'released';
+/**
+ * How an execution's run ended in this process: finished, released (run it again now), or suspended until a time
+ * (ms since the epoch; Infinity: until a message or a child wakes it).
+ */
+export type RunOutcome = 'finished' | 'released' | { suspendedUntil: number };
 
 /**
  * Runs and replays workflow functions. Each step call gets the next position from the run's journal; a stored
@@ -42,6 +49,8 @@ export class WorkflowExecutor {
     private readonly queues: WorkflowQueues,
     private readonly steps: StepWorker,
     private readonly retention: RegisteredWorkflowRetention,
+    private readonly waker: WorkflowWaker,
+    private readonly calls: DurableCalls,
   ) {}
 
   /** Called by a wrapped `@Step()` method: a durable step inside a run, a plain call anywhere else. */
@@ -65,9 +74,14 @@ export class WorkflowExecutor {
       await this.store.release(executionId);
       throw new WorkflowNotFoundError(`workflow "${execution.workflowName}" is not registered in this instance`);
     }
-    const run: RunContext = { execution, workflow, journal: this.journal(executionId, begun.recorded, () => run), abort: new AbortController() };
+    const run: RunContext = {
+      execution, workflow, journal: this.journal(executionId, begun.recorded, () => run), abort: new AbortController(), calls: this.calls, busy: 0, waits: new Map(),
+    };
     this.active.add(run);
+    // A message sent, or a child finished, in this process: the run's waits check again at once.
+    const unsubscribe = this.queues.wait(workflow.queue, wakeJobKey(executionId), () => nudgeWaits(run));
     let timer: LongTimer | undefined;
+    let outcome: RunOutcome = 'finished';
     try {
       const deadline = execution.deadlineAt?.getTime();
       const body = runStorage.run(run, () => Promise.resolve().then(() => workflow.instance.run(execution.input)));
@@ -83,14 +97,17 @@ export class WorkflowExecutor {
       const result = await Promise.race([body, stopped]);
       if (run.stopped) throw run.stopped;
       await this.store.finish(executionId, 'completed', { result: result === undefined ? null : result });
-      return 'finished';
+      return outcome;
     } catch (err) {
-      return await this.settleFailure(run, err);
+      return (outcome = await this.settleFailure(run, err));
     } finally {
       timer?.clear();
+      unsubscribe();
       stopRun(run, new RunStopped('finished'));
       this.active.delete(run);
       this.notifyFinished(workflow.name, executionId);
+      // A child that ended wakes its parent, which waits for its result.
+      if (outcome === 'finished' && execution.parentExecutionId) await this.waker.wakeParent(execution.parentExecutionId);
       if (this.retention.retentionOf(workflow) === 0) await this.dropFinished(executionId);
     }
   }
@@ -114,6 +131,16 @@ export class WorkflowExecutor {
         return 'finished';
       case 'finished':
         return 'finished';
+      case 'suspended': {
+        // Every pending call of the run waits (sleep, recv, a child): the job is delayed, no worker slot is held.
+        const until = stop.until ?? Infinity;
+        const suspended = await this.store.suspend(id, until);
+        if (suspended === 'suspended') return { suspendedUntil: until };
+        if (suspended === 'stopped') return 'finished';
+        // A message or a child arrived since the run began: run again now.
+        await this.store.release(id);
+        return 'released';
+      }
       case 'timed_out':
         await this.store.finish(id, 'timed_out', { error: serializeError(new WorkflowTimeoutError(id)) });
         return 'finished';
@@ -161,38 +188,24 @@ export class WorkflowExecutor {
     if (run.stopped) throw run.stopped;
     const argsHash = stepArgsHash(args);
     const { position, recorded, outcome } = run.journal.call();
-    if (recorded) this.verify(run, step, position, argsHash, recorded);
+    if (recorded) verifyRecorded(run, position, step.name, argsHash, recorded);
     if (recorded?.status !== 'completed' && recorded?.status !== 'failed') void this.follow(run, step, position, args, argsHash);
     return this.answer(run, step, position, argsHash, await outcome);
   }
 
   /** Runs (or waits for) the step's job and hands its checkpoint to the journal, which delivers it in its turn. */
-  private async follow(run: RunContext, step: RegisteredStep, position: number, args: unknown[], argsHash: string): Promise<void> {
-    try {
-      let checkpoint = await this.awaitStep(run, step, position, args, argsHash);
+  private follow(run: RunContext, step: RegisteredStep, position: number, args: unknown[], argsHash: string): Promise<void> {
+    return produceOutcome(run, async () => {
+      const checkpoint = await this.awaitStep(run, step, position, args, argsHash);
       // A checkpoint without its number (from a step worker of an older version) is read again from Postgres.
-      if (typeof checkpoint.sequence !== 'number') checkpoint = (await this.store.stepState(run.execution.executionId, position)).checkpoint ?? checkpoint;
-      run.journal.record(checkpoint);
-    } catch (err) {
-      if (!(err instanceof RunStopped)) stopRun(run, new RunStopped('infrastructure', err));
-    }
-  }
-
-  /** The step called at a position must be the one recorded there: same name, same arguments. */
-  private verify(run: RunContext, step: RegisteredStep, position: number, argsHash: string, recorded: RecordedStep): void {
-    const sameArgs = recorded.argsHash === null || recorded.argsHash === argsHash;
-    if (recorded.name === step.name && sameArgs) return;
-    const error = new DeterminismError(run.execution.executionId, position, recorded.name, step.name, {
-      recordedArgsHash: recorded.argsHash,
-      calledArgsHash: argsHash,
+      if (typeof checkpoint.sequence !== 'number') return (await this.store.stepState(run.execution.executionId, position)).checkpoint ?? checkpoint;
+      return checkpoint;
     });
-    stopRun(run, new RunStopped('nondeterministic', error));
-    throw error;
   }
 
   /** The stored outcome as the step call's outcome: its result, or its final error thrown again. */
   private answer(run: RunContext, step: RegisteredStep, position: number, argsHash: string, checkpoint: StepCheckpoint): unknown {
-    this.verify(run, step, position, argsHash, checkpoint);
+    verifyRecorded(run, position, step.name, argsHash, checkpoint);
     if (checkpoint.status === 'failed') {
       const error = new StepFailedError(step.name, position, checkpoint.attempts, checkpoint.error ?? { name: 'Error', message: 'unknown error' });
       run.journal.noteFailure(error, position);

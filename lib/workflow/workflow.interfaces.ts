@@ -62,6 +62,8 @@ export interface ListWorkflowsOptions {
   status?: WorkflowStatus | WorkflowStatus[];
   /** Workflow name (or class). */
   workflow?: string | (abstract new (...args: never[]) => unknown);
+  /** Only the child workflows started by this execution. */
+  parentExecutionId?: string;
   /** Default 100, at most 1000. */
   limit?: number;
 }
@@ -81,6 +83,10 @@ export interface WorkflowExecution {
   completedAt: Date | null;
   /** When an execution with a workflow `timeout` times out. */
   deadlineAt: Date | null;
+  /** The execution that started this one with `startChild`/`runChild`; null for a workflow started by a client. */
+  parentExecutionId: string | null;
+  /** While the execution waits in `sleep`, `recv` or for a child with no run in progress: when it wakes (null: not suspended; a date far ahead: on a message or a child only). */
+  suspendedUntil: Date | null;
 }
 
 /** One step checkpoint, as stored. */

@@ -13,6 +13,8 @@ import { WorkflowQueues } from './workflow-queues';
 import { WorkflowReconciler } from './workflow.reconciler';
 import { WorkflowRegistry } from './workflow.registry';
 import { WorkflowWorker } from './workflow-worker';
+import { WorkflowWaker } from './workflow-waker';
+import { DurableCalls } from './durable-calls';
 import { WorkflowStartCache } from './workflow-start.cache';
 import { RegisteredWorkflowRetention } from './workflow-retention';
 import { WorkflowRetentionPolicy } from '../retention/workflow-retention.policy';
@@ -30,6 +32,8 @@ export const workflowProviders: Provider[] = [
   StepWorker,
   RegisteredWorkflowRetention,
   { provide: WorkflowRetentionPolicy, useExisting: RegisteredWorkflowRetention },
+  WorkflowWaker,
+  DurableCalls,
   WorkflowExecutor,
   WorkflowWorker,
   WorkflowReconciler,

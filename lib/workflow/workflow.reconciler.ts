@@ -3,7 +3,7 @@ import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { UnfinishedExecution, WorkflowStore } from './storage/workflow.store';
 import { WorkflowRegistry } from './workflow.registry';
-import { workflowJobId, WorkflowQueues } from './workflow-queues';
+import { WAKE_ON_SIGNAL_DELAY_MS, workflowJobId, WorkflowQueues } from './workflow-queues';
 import { LongTimer, setLongInterval } from '../utils/long-timer';
 
 const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
@@ -67,8 +67,20 @@ export class WorkflowReconciler {
       const queue = this.queues.queue(workflow.queue);
       const jobId = workflowJobId(execution.executionId);
       const state = await queue.getJobState(jobId);
+      const suspended = execution.status === 'pending' && execution.suspendedUntil !== null && execution.suspendedUntil !== undefined;
+      const due = suspended && (execution.wakeRequested === true || (execution.suspendedUntil as number) <= Date.now());
+      // A wake that did not reach Redis (a message, a child, a lost promotion): make the delayed run due.
+      if (state === 'delayed' && due) await this.queues.wakeRun(workflow.queue, workflow.name, execution.executionId);
       if (LIVE_JOB_STATES.has(state)) continue;
       if (state !== 'unknown') await queue.remove(jobId);
+      if (suspended) {
+        // Its job was lost (Redis flushed) while it waited: no crash, so no recovery counted; it wakes at its stored time.
+        const until = execution.suspendedUntil as number;
+        const delay = due ? 0 : until === Infinity ? WAKE_ON_SIGNAL_DELAY_MS : until - Date.now();
+        await queue.add(workflow.name, { executionId: execution.executionId }, { jobId, delay, removeOnComplete: true, removeOnFail: true });
+        requeued++;
+        continue;
+      }
       if (!(await this.store.countRecovery(execution.executionId, this.options.workflows.maxRecoveryAttempts))) {
         this.logger.warn(`execution ${execution.executionId} (${workflow.name}) failed: recovery attempts exhausted`);
         continue;

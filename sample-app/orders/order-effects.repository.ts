@@ -1,6 +1,11 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { Pool } from 'pg';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { currentStep } from '../../lib';
 import { PG_POOL } from '../database/database.module';
+
+/** Slows each step down (ms) so the demo can kill the worker in the middle of one. */
+const STEP_DELAY_MS = Number(process.env.ORDER_STEP_DELAY_MS ?? 0);
 
 /** One side effect of an order step, as recorded. */
 export interface OrderEffect {
@@ -47,6 +52,18 @@ export class OrderEffectsRepository implements OnModuleInit {
     ]);
     const { rows } = await this.pool.query<{ detail: unknown }>(`SELECT detail FROM ${table} WHERE idempotency_key = $1`, [key]);
     return rows[0].detail;
+  }
+
+  /**
+   * The body of an order step: counts the run, then writes the effect keyed by the step's idempotency key (what a real
+   * payment or e-mail API would receive), so a step that runs again after a crash writes nothing twice.
+   */
+  async runStep(step: string, table: 'order_charges' | 'order_reservations' | 'order_confirmations', orderId: string, detail: Record<string, unknown>): Promise<string> {
+    const { idempotencyKey } = currentStep();
+    await this.countRun(orderId, step);
+    if (STEP_DELAY_MS > 0) await sleep(STEP_DELAY_MS);
+    await this.write(table, idempotencyKey, orderId, detail);
+    return `${step}:${idempotencyKey}`;
   }
 
   /** How many times each step body ran for an order. */

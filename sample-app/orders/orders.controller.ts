@@ -28,10 +28,23 @@ export class OrdersController {
     return { orderId: order.orderId, workflowId: handle.workflowId, executionId: handle.executionId, status: await handle.status() };
   }
 
+  /** The order's execution and checkpoints, the status it published (`setEvent`), its shipping child, and how often each step body ran. */
   @Get(':id')
-  async get(@Param('id') id: string): Promise<{ execution: WorkflowExecution; steps: StepCheckpoint[]; stepRuns: Record<string, number> }> {
+  async get(@Param('id') id: string): Promise<{
+    execution: WorkflowExecution;
+    events: { status: unknown };
+    steps: StepCheckpoint[];
+    children: WorkflowExecution[];
+    stepRuns: Record<string, number>;
+  }> {
     const handle = await this.workflows.getHandle(`order-${id}`);
     const execution = await handle.execution();
-    return { execution, steps: await this.workflows.steps(handle.executionId), stepRuns: await this.effects.runs(id) };
+    return {
+      execution,
+      events: { status: await this.workflows.getEvent(`order-${id}`, 'status') },
+      steps: await this.workflows.steps(handle.executionId),
+      children: await this.workflows.list({ parentExecutionId: handle.executionId }),
+      stepRuns: await this.effects.runs(id),
+    };
   }
 }

@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import { currentStep, Step, Workflow } from '../../lib';
+import { recv, runChild, setEvent, Step, Workflow } from '../../lib';
 import { OrderEffectsRepository } from './order-effects.repository';
+import { ShipOrderWorkflow } from './ship-order.workflow';
 
 /** Input of ProcessOrderWorkflow. */
 export interface OrderInput {
@@ -14,53 +14,50 @@ export interface OrderInput {
 export interface OrderResult {
   orderId: string;
   chargeId: string;
+  paymentEventId: string;
   reservationId: string;
   confirmationId: string;
 }
 
-/** Slows each step down (ms) so the demo can kill the worker in the middle of one. */
-const STEP_DELAY_MS = Number(process.env.ORDER_STEP_DELAY_MS ?? 0);
+/** What the payment webhook sends the order (through the inbox) once the provider confirms the payment. */
+export interface PaymentConfirmed {
+  eventId: string;
+  paymentId: string | null;
+}
+
+/** The message topic of payment confirmations. */
+export const PAYMENT_CONFIRMED = 'payment.confirmed';
+
+/** How long an order waits for the provider's confirmation before it gives up. */
+const CONFIRMATION_TIMEOUT = process.env.ORDER_CONFIRMATION_TIMEOUT ?? '1h';
 
 /**
- * charge → reserve stock → send confirmation. Each step writes to its own table keyed by
- * `currentStep().idempotencyKey`, which is what a real payment or e-mail API would receive.
+ * charge → wait for the provider's `payment.confirmed` webhook → ship (a child workflow). Each step writes to its own
+ * table keyed by `currentStep().idempotencyKey`, which is what a real payment or e-mail API would receive. Progress is
+ * published with `setEvent('status', …)`: `GET /orders/:id` shows it. While it waits for the confirmation the order
+ * holds no worker: a crash or a restart meanwhile changes nothing.
  */
 @Workflow({ name: 'process-order', identity: 'caller_provided' })
 export class ProcessOrderWorkflow {
   constructor(private readonly effects: OrderEffectsRepository) {}
 
   async run(input: OrderInput): Promise<OrderResult> {
+    await setEvent('status', 'charging');
     const chargeId = await this.charge(input.orderId, input.amount);
-    const reservationId = await this.reserveStock(input.orderId, input.sku, input.quantity);
-    const confirmationId = await this.sendConfirmation(input.orderId, chargeId, reservationId);
-    return { orderId: input.orderId, chargeId, reservationId, confirmationId };
+    await setEvent('status', 'awaiting-payment-confirmation');
+    const confirmation = await recv<PaymentConfirmed>(PAYMENT_CONFIRMED, { timeout: CONFIRMATION_TIMEOUT });
+    if (!confirmation) {
+      await setEvent('status', 'payment-not-confirmed');
+      throw new Error(`the payment of order ${input.orderId} was not confirmed within ${CONFIRMATION_TIMEOUT}`);
+    }
+    await setEvent('status', 'shipping');
+    const shipment = await runChild(ShipOrderWorkflow, { orderId: input.orderId, sku: input.sku, quantity: input.quantity, chargeId });
+    await setEvent('status', 'completed');
+    return { orderId: input.orderId, chargeId, paymentEventId: confirmation.eventId, ...shipment };
   }
 
   @Step({ attempts: 3, backoff: { type: 'exponential', delay: 200 } })
   async charge(orderId: string, amount: number): Promise<string> {
-    return this.effect('charge', 'order_charges', orderId, { amount });
-  }
-
-  @Step({ name: 'reserve-stock', attempts: 3, backoff: 200 })
-  async reserveStock(orderId: string, sku: string, quantity: number): Promise<string> {
-    return this.effect('reserve-stock', 'order_reservations', orderId, { sku, quantity });
-  }
-
-  @Step({ name: 'send-confirmation', attempts: 5, backoff: { type: 'exponential', delay: 200 }, timeout: '10s' })
-  async sendConfirmation(orderId: string, chargeId: string, reservationId: string): Promise<string> {
-    return this.effect('send-confirmation', 'order_confirmations', orderId, { chargeId, reservationId });
-  }
-
-  private async effect(
-    step: string,
-    table: 'order_charges' | 'order_reservations' | 'order_confirmations',
-    orderId: string,
-    detail: Record<string, unknown>,
-  ): Promise<string> {
-    const { idempotencyKey } = currentStep();
-    await this.effects.countRun(orderId, step);
-    if (STEP_DELAY_MS > 0) await sleep(STEP_DELAY_MS);
-    await this.effects.write(table, idempotencyKey, orderId, detail);
-    return `${step}:${idempotencyKey}`;
+    return this.effects.runStep('charge', 'order_charges', orderId, { amount });
   }
 }

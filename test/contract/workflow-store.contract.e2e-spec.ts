@@ -4,8 +4,11 @@ import { waitUntil } from '../support/resilience';
 import { bootForSuite, IMPLEMENTATIONS } from './implementations';
 
 /** A new execution of a fresh workflow id (ids are UUIDs, as the client makes them). */
-function newExecution(workflowId = `wf-${randomUUID()}`, extra: { input?: unknown; timeoutMs?: number } = {}) {
-  return { executionId: randomUUID(), workflowId, workflowName: 'contract', input: extra.input ?? { n: 1 }, inputHash: 'hash-1', timeoutMs: extra.timeoutMs };
+function newExecution(workflowId = `wf-${randomUUID()}`, extra: { input?: unknown; timeoutMs?: number; parentExecutionId?: string } = {}) {
+  return {
+    executionId: randomUUID(), workflowId, workflowName: 'contract', input: extra.input ?? { n: 1 }, inputHash: 'hash-1', timeoutMs: extra.timeoutMs,
+    ...(extra.parentExecutionId ? { parentExecutionId: extra.parentExecutionId } : {}),
+  };
 }
 
 const FAILURE = { name: 'Error', message: 'step failed' };
@@ -169,6 +172,96 @@ describe.each(IMPLEMENTATIONS)('WorkflowStore contract: $name', (implementation)
     const after = idle.find((u) => u.executionId === c.executionId);
     const rest = await s.workflows.unfinished(50, 1000, after);
     expect(rest.map((u) => u.executionId)).not.toContain(c.executionId);
+  });
+
+  it('waits: a wait is registered once per position; a replay reads the stored wake-up time back', async () => {
+    const a = newExecution();
+    await s.workflows.insert(a);
+    await s.workflows.begin(a.executionId, 10);
+    const before = Date.now();
+    const wakeAt = await s.workflows.registerWait(a.executionId, 0, 'sleep', 60_000);
+    expect(wakeAt).toBeGreaterThanOrEqual(before + 59_000);
+    await expect(s.workflows.registerWait(a.executionId, 0, 'sleep', 1)).resolves.toBe(wakeAt);
+    await expect(s.workflows.registerWait(a.executionId, 1, 'recv', null)).resolves.toBe(Infinity);
+    await expect(s.workflows.registerWait(randomUUID(), 0, 'sleep', 1)).rejects.toThrow(/no longer exists/);
+  });
+
+  it('messages: stored once per idempotency key, received once each in send order per topic, refused for finished executions', async () => {
+    const a = newExecution();
+    await s.workflows.insert(a);
+    await s.workflows.begin(a.executionId, 10);
+    expect(await s.workflows.send(a.workflowId, 't', { n: 1 }, 'k1')).toMatchObject({ stored: true, duplicate: false, execution: { executionId: a.executionId } });
+    expect(await s.workflows.send(a.workflowId, 't', { n: 1 }, 'k1')).toMatchObject({ stored: false, duplicate: true });
+    await s.workflows.send(a.workflowId, 'other', 'x', null);
+    await s.workflows.send(a.workflowId, 't', { n: 2 }, null);
+    await expect(s.workflows.wakeRequested(a.executionId)).resolves.toBe(true);
+    expect(await s.workflows.receive(a.executionId, 0, 't', 'h')).toMatchObject({ position: 0, name: '@recv', status: 'completed', result: { message: { n: 1 } } });
+    // The position already holds its message: asking again returns it, nothing else is consumed.
+    expect(await s.workflows.receive(a.executionId, 0, 't', 'h')).toMatchObject({ result: { message: { n: 1 } } });
+    expect(await s.workflows.receive(a.executionId, 1, 't', 'h')).toMatchObject({ result: { message: { n: 2 } } });
+    await expect(s.workflows.receive(a.executionId, 2, 't', 'h')).resolves.toBeNull();
+    expect(await s.workflows.receive(a.executionId, 2, 'other', 'h')).toMatchObject({ result: { message: 'x' } });
+
+    await s.workflows.finish(a.executionId, 'completed', { result: null });
+    expect(await s.workflows.send(a.workflowId, 't', 'late', null)).toMatchObject({ stored: false, duplicate: false, execution: { status: 'completed' } });
+    expect(await s.workflows.send(a.workflowId, 't', 'late', 'k1')).toMatchObject({ stored: false, duplicate: true });
+    await expect(s.workflows.send(`wf-${randomUUID()}`, 't', 1, null)).resolves.toBeNull();
+  });
+
+  it('suspend: a compare-and-set that a wake request since begin defeats; begin clears it', async () => {
+    const a = newExecution();
+    await s.workflows.insert(a);
+    await s.workflows.begin(a.executionId, 10);
+    const until = Date.now() + 60_000;
+    await expect(s.workflows.suspend(a.executionId, until)).resolves.toBe('suspended');
+    expect(await s.workflows.get(a.executionId)).toMatchObject({ status: 'pending' });
+    expect((await s.workflows.get(a.executionId))?.suspendedUntil?.getTime()).toBeCloseTo(until, -3);
+    await expect(s.workflows.suspend(a.executionId, until)).resolves.toBe('stopped');
+
+    expect(await s.workflows.begin(a.executionId, 10)).toMatchObject({ kind: 'run', execution: { recoveryAttempts: 0, suspendedUntil: null } });
+    await expect(s.workflows.requestWake(a.executionId)).resolves.toMatchObject({ executionId: a.executionId });
+    await expect(s.workflows.suspend(a.executionId, Infinity)).resolves.toBe('woken');
+    await s.workflows.begin(a.executionId, 10);
+    await expect(s.workflows.wakeRequested(a.executionId)).resolves.toBe(false);
+    await expect(s.workflows.suspend(a.executionId, Infinity)).resolves.toBe('suspended');
+    expect((await s.workflows.get(a.executionId))?.suspendedUntil?.getTime()).toBeGreaterThan(Date.now() + 365 * 86_400_000);
+    const idle = await waitUntil('the suspended execution is idle', async () => {
+      const found = await s.workflows.unfinished(50, 1000);
+      return found.find((u) => u.executionId === a.executionId);
+    });
+    expect(idle).toMatchObject({ status: 'pending', suspendedUntil: Infinity, wakeRequested: false });
+
+    await s.workflows.finish(a.executionId, 'completed', { result: null });
+    await expect(s.workflows.requestWake(a.executionId)).resolves.toBeNull();
+  });
+
+  it('events: the latest value per key of the newest execution', async () => {
+    const a = newExecution();
+    await s.workflows.insert(a);
+    expect(await s.workflows.getEvent(a.workflowId, 'status')).toMatchObject({ found: false, value: null, execution: { executionId: a.executionId } });
+    await s.workflows.setEvent(a.executionId, 'status', { step: 1 });
+    await s.workflows.setEvent(a.executionId, 'status', { step: 2 });
+    expect(await s.workflows.getEvent(a.workflowId, 'status')).toMatchObject({ found: true, value: { step: 2 } });
+    await s.workflows.setEvent(a.executionId, 'nothing', null);
+    expect(await s.workflows.getEvent(a.workflowId, 'nothing')).toMatchObject({ found: true, value: null });
+    await expect(s.workflows.getEvent(`wf-${randomUUID()}`, 'status')).resolves.toBeNull();
+  });
+
+  it('children: linked to their parent, listed by it, cancelled with it at any depth', async () => {
+    const parent = newExecution();
+    await s.workflows.insert(parent);
+    const child = newExecution(undefined, { parentExecutionId: parent.executionId });
+    const grandchild = newExecution(undefined, { parentExecutionId: child.executionId });
+    const done = newExecution(undefined, { parentExecutionId: parent.executionId });
+    for (const e of [child, grandchild, done]) await s.workflows.insert(e);
+    await s.workflows.begin(done.executionId, 10);
+    await s.workflows.finish(done.executionId, 'completed', { result: 1 });
+    expect((await s.workflows.list({ parentExecutionId: parent.executionId })).map((e) => e.executionId).sort())
+      .toEqual([child.executionId, done.executionId].sort());
+    expect(await s.workflows.get(child.executionId)).toMatchObject({ parentExecutionId: parent.executionId });
+    expect(await s.workflows.get(parent.executionId)).toMatchObject({ parentExecutionId: null });
+    await s.workflows.cancel(parent.workflowId);
+    expect(await Promise.all([child, grandchild, done].map(async (e) => (await s.workflows.get(e.executionId))?.status))).toEqual(['cancelled', 'cancelled', 'completed']);
   });
 
   it('the reconciler lock is held by one caller at a time', async () => {

@@ -2,9 +2,23 @@ import type { StoredError } from '../../errors/workflow-failed.error';
 import { jsonCopy } from '../../storage/memory/memory-support';
 import { RELEASED_WORKFLOW_STATUSES } from '../workflow.interfaces';
 import type { ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
-import { BeginOutcome, NewExecution, RecordedStep, RunEnd, StepOutcome, UnfinishedExecution, WorkflowStore } from './workflow.store';
+import {
+  BeginOutcome, EventRead, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore,
+} from './workflow.store';
 
-type StoredExecution = WorkflowExecution & { inputHash: string; sequence: number; nextStepSeq: number; runEnd: RunEnd | null };
+type StoredExecution = WorkflowExecution & { inputHash: string; sequence: number; nextStepSeq: number; runEnd: RunEnd | null; wakeRequested: boolean };
+
+interface StoredMessage {
+  seq: number;
+  executionId: string;
+  topic: string;
+  message: unknown;
+  idempotencyKey: string | null;
+  consumedPosition: number | null;
+}
+
+/** What an execution suspended until a message or a child shows (Postgres stores 'infinity'). */
+const FAR_AHEAD = new Date(8.64e15);
 
 const UNFINISHED: readonly WorkflowStatus[] = ['pending', 'running'];
 const FINAL: readonly WorkflowStatus[] = ['completed', 'failed', 'cancelled', 'timed_out'];
@@ -18,7 +32,11 @@ const FINAL: readonly WorkflowStatus[] = ['completed', 'failed', 'cancelled', 't
 export class MemoryWorkflowStore extends WorkflowStore {
   private readonly executions = new Map<string, StoredExecution>();
   private readonly checkpoints = new Map<string, Map<number, RecordedStep>>();
+  private readonly waits = new Map<string, Map<number, number>>();
+  private readonly messages: StoredMessage[] = [];
+  private readonly events = new Map<string, Map<string, unknown>>();
   private sequence = 0;
+  private messageSeq = 0;
   private reconcilerLocked = false;
 
   insert(execution: NewExecution): Promise<{ inserted: boolean; execution: WorkflowExecution & { inputHash: string } }> {
@@ -42,6 +60,9 @@ export class MemoryWorkflowStore extends WorkflowStore {
       sequence: this.sequence++,
       nextStepSeq: 0,
       runEnd: null,
+      parentExecutionId: execution.parentExecutionId ?? null,
+      suspendedUntil: null,
+      wakeRequested: false,
     };
     this.executions.set(stored.executionId, stored);
     return Promise.resolve({ inserted: true, execution: view(stored) });
@@ -52,6 +73,8 @@ export class MemoryWorkflowStore extends WorkflowStore {
     if (!execution || !UNFINISHED.includes(execution.status)) return { kind: 'skip', execution: await this.get(executionId) };
     if (execution.status === 'running') execution.recoveryAttempts++;
     execution.status = 'running';
+    execution.suspendedUntil = null;
+    execution.wakeRequested = false;
     execution.updatedAt = new Date();
     if (execution.recoveryAttempts > maxRecoveries) {
       this.failExhausted(execution, maxRecoveries);
@@ -153,7 +176,18 @@ export class MemoryWorkflowStore extends WorkflowStore {
     const execution = this.newestFirst().find((e) => e.workflowId === workflowId && UNFINISHED.includes(e.status));
     if (!execution) return Promise.resolve(null);
     const now = new Date();
-    Object.assign(execution, { status: 'cancelled', updatedAt: now, completedAt: now });
+    // The execution and its unfinished child workflows at any depth, as the Postgres store's one statement does.
+    const tree = new Set([execution.executionId]);
+    for (let grew = true; grew; ) {
+      grew = false;
+      for (const e of this.executions.values()) {
+        if (e.parentExecutionId !== null && tree.has(e.parentExecutionId) && !tree.has(e.executionId)) grew = tree.add(e.executionId) !== undefined;
+      }
+    }
+    for (const id of tree) {
+      const e = this.executions.get(id);
+      if (e && UNFINISHED.includes(e.status)) Object.assign(e, { status: 'cancelled', updatedAt: now, completedAt: now, suspendedUntil: null });
+    }
     return Promise.resolve(view(execution));
   }
 
@@ -185,7 +219,8 @@ export class MemoryWorkflowStore extends WorkflowStore {
     const statuses = options.status === undefined ? undefined : Array.isArray(options.status) ? options.status : [options.status];
     const limit = Math.min(Math.max(options.limit ?? 100, 1), 1000);
     const found = this.newestFirst().filter(
-      (e) => (statuses === undefined || statuses.includes(e.status)) && (options.workflow === undefined || e.workflowName === options.workflow),
+      (e) => (statuses === undefined || statuses.includes(e.status)) && (options.workflow === undefined || e.workflowName === options.workflow)
+        && (options.parentExecutionId === undefined || e.parentExecutionId === options.parentExecutionId),
     );
     return Promise.resolve(found.slice(0, limit).map(view));
   }
@@ -203,7 +238,14 @@ export class MemoryWorkflowStore extends WorkflowStore {
       .filter((e) => !after || cursorOf(e) > after.cursor || (cursorOf(e) === after.cursor && e.executionId > after.executionId))
       .sort((a, b) => cursorOf(a).localeCompare(cursorOf(b)) || a.executionId.localeCompare(b.executionId))
       .slice(0, limit);
-    return Promise.resolve(found.map((e) => ({ executionId: e.executionId, workflowName: e.workflowName, status: e.status, cursor: cursorOf(e) })));
+    return Promise.resolve(found.map((e) => ({
+      executionId: e.executionId,
+      workflowName: e.workflowName,
+      status: e.status,
+      cursor: cursorOf(e),
+      suspendedUntil: e.suspendedUntil === null ? null : e.suspendedUntil === FAR_AHEAD ? Infinity : e.suspendedUntil.getTime(),
+      wakeRequested: e.wakeRequested,
+    })));
   }
 
   countRecovery(executionId: string, maxRecoveries: number): Promise<boolean> {
@@ -235,8 +277,7 @@ export class MemoryWorkflowStore extends WorkflowStore {
   deleteFinished(executionId: string): Promise<void> {
     const execution = this.executions.get(executionId);
     if (execution && FINAL.includes(execution.status)) {
-      this.executions.delete(executionId);
-      this.checkpoints.delete(executionId);
+      this.forget(executionId);
     }
     return Promise.resolve();
   }
@@ -262,8 +303,7 @@ export class MemoryWorkflowStore extends WorkflowStore {
     for (const execution of [...this.executions.values()]) {
       const matches = typeof workflowName === 'string' ? execution.workflowName === workflowName : !workflowName.notIn.includes(execution.workflowName);
       if (matches && FINAL.includes(execution.status) && execution.completedAt !== null && execution.completedAt.getTime() <= before) {
-        this.executions.delete(execution.executionId);
-        this.checkpoints.delete(execution.executionId);
+        this.forget(execution.executionId);
         removed.push(execution.workflowId);
       }
     }
@@ -274,6 +314,90 @@ export class MemoryWorkflowStore extends WorkflowStore {
   clear(): void {
     this.executions.clear();
     this.checkpoints.clear();
+    this.waits.clear();
+    this.messages.length = 0;
+    this.events.clear();
+  }
+
+  registerWait(executionId: string, position: number, _kind: WaitKind, afterMs: number | null): Promise<number> {
+    if (!this.executions.has(executionId)) {
+      return Promise.reject(new Error(`wait #${position} of execution ${executionId} could not be registered (the execution no longer exists)`));
+    }
+    let waits = this.waits.get(executionId);
+    if (!waits) {
+      waits = new Map();
+      this.waits.set(executionId, waits);
+    }
+    if (!waits.has(position)) waits.set(position, afterMs === null ? Infinity : Date.now() + Math.round(afterMs));
+    return Promise.resolve(waits.get(position) as number);
+  }
+
+  async receive(executionId: string, position: number, topic: string, argsHash: string | null): Promise<StepCheckpoint | null> {
+    const existing = (await this.stepState(executionId, position)).checkpoint;
+    if (existing) return existing;
+    const next = this.messages.find((m) => m.executionId === executionId && m.topic === topic && m.consumedPosition === null);
+    if (!next) return null;
+    next.consumedPosition = position;
+    return (await this.checkpoint(executionId, position, '@recv', { status: 'completed', result: { message: next.message } }, 1, argsHash)).checkpoint;
+  }
+
+  send(workflowId: string, topic: string, message: unknown, idempotencyKey: string | null): Promise<SentMessage | null> {
+    const execution = this.holder(workflowId) ?? this.newestFirst().find((e) => e.workflowId === workflowId);
+    if (!execution) return Promise.resolve(null);
+    const duplicate = idempotencyKey !== null
+      && this.messages.some((m) => m.executionId === execution.executionId && m.idempotencyKey === idempotencyKey);
+    if (!UNFINISHED.includes(execution.status)) return Promise.resolve({ execution: view(execution), stored: false, duplicate });
+    if (!duplicate) {
+      this.messages.push({ seq: this.messageSeq++, executionId: execution.executionId, topic, message: jsonCopy(message ?? null), idempotencyKey, consumedPosition: null });
+    }
+    execution.wakeRequested = true;
+    return Promise.resolve({ execution: view(execution), stored: !duplicate, duplicate });
+  }
+
+  suspend(executionId: string, untilMs: number): Promise<SuspendOutcome> {
+    const execution = this.executions.get(executionId);
+    if (execution?.status !== 'running') return Promise.resolve('stopped');
+    if (execution.wakeRequested) return Promise.resolve('woken');
+    Object.assign(execution, { status: 'pending', updatedAt: new Date(), suspendedUntil: untilMs === Infinity ? FAR_AHEAD : new Date(untilMs) });
+    return Promise.resolve('suspended');
+  }
+
+  wakeRequested(executionId: string): Promise<boolean> {
+    return Promise.resolve(this.executions.get(executionId)?.wakeRequested ?? false);
+  }
+
+  requestWake(executionId: string): Promise<WorkflowExecution | null> {
+    const execution = this.executions.get(executionId);
+    if (!execution || !UNFINISHED.includes(execution.status)) return Promise.resolve(null);
+    execution.wakeRequested = true;
+    return Promise.resolve(view(execution));
+  }
+
+  setEvent(executionId: string, key: string, value: unknown): Promise<void> {
+    let events = this.events.get(executionId);
+    if (!events) {
+      events = new Map();
+      this.events.set(executionId, events);
+    }
+    events.set(key, jsonCopy(value ?? null));
+    return Promise.resolve();
+  }
+
+  getEvent(workflowId: string, key: string): Promise<EventRead | null> {
+    const execution = this.holder(workflowId) ?? this.newestFirst().find((e) => e.workflowId === workflowId);
+    if (!execution) return Promise.resolve(null);
+    const events = this.events.get(execution.executionId);
+    const found = events?.has(key) ?? false;
+    return Promise.resolve({ execution: view(execution), found, value: found ? jsonCopy(events?.get(key)) : null });
+  }
+
+  /** Deletes an execution with what hangs off it (checkpoints, waits, messages, events), as the foreign keys cascade. */
+  private forget(executionId: string): void {
+    this.executions.delete(executionId);
+    this.checkpoints.delete(executionId);
+    this.waits.delete(executionId);
+    this.events.delete(executionId);
+    for (let i = this.messages.length - 1; i >= 0; i--) if (this.messages[i].executionId === executionId) this.messages.splice(i, 1);
   }
 
   /** The execution that holds a workflow id: the one that is live or completed (there is at most one). */
@@ -321,10 +445,11 @@ export class MemoryWorkflowStore extends WorkflowStore {
 
 /** A copy the caller may change without touching the store (dates stay dates). */
 function view(execution: StoredExecution): WorkflowExecution & { inputHash: string } {
-  const rest: WorkflowExecution & { inputHash: string; sequence?: number; nextStepSeq?: number; runEnd?: RunEnd | null } = { ...execution };
+  const rest: WorkflowExecution & { inputHash: string; sequence?: number; nextStepSeq?: number; runEnd?: RunEnd | null; wakeRequested?: boolean } = { ...execution };
   delete rest.sequence;
   delete rest.nextStepSeq;
   delete rest.runEnd;
+  delete rest.wakeRequested;
   return { ...rest, input: jsonCopy(rest.input), result: jsonCopy(rest.result), error: rest.error && jsonCopy(rest.error) };
 }
 

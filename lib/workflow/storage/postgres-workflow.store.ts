@@ -3,7 +3,9 @@ import { RecoveryAttemptsExhaustedError } from '../../errors/recovery-attempts-e
 import type { StoredError } from '../../errors/workflow-failed.error';
 import type { ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
 import { retryTransient } from './transient';
-import { BeginOutcome, NewExecution, RecordedStep, RunEnd, StepOutcome, UnfinishedExecution, WorkflowStore } from './workflow.store';
+import {
+  BeginOutcome, EventRead, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore,
+} from './workflow.store';
 import { WorkflowSql, workflowSql } from './workflow.sql';
 import { withClient } from '../../storage/postgres/checkout';
 import { LeaseLock } from '../../storage/postgres/lease-lock';
@@ -28,6 +30,8 @@ interface ExecutionRow extends QueryResultRow {
   updated_at: Date;
   completed_at: Date | null;
   deadline_at: Date | null;
+  parent_execution_id?: string | null;
+  suspended_until?: Date | number | null;
 }
 
 export interface StepRow extends QueryResultRow {
@@ -58,7 +62,17 @@ export function toExecution(row: ExecutionRow): WorkflowExecution & { inputHash:
     updatedAt: row.updated_at,
     completedAt: row.completed_at,
     deadlineAt: row.deadline_at,
+    parentExecutionId: row.parent_execution_id ?? null,
+    suspendedUntil: suspendedDate(row.suspended_until),
   };
+}
+
+/** The latest date JavaScript holds: what an execution suspended until a message or a child shows ('infinity' in Postgres). */
+const FAR_AHEAD = new Date(8.64e15);
+
+function suspendedDate(value: Date | number | null | undefined): Date | null {
+  if (value === null || value === undefined) return null;
+  return value instanceof Date ? value : FAR_AHEAD; // pg parses 'infinity' as the number Infinity
 }
 
 /** A journal row; `retrying` rows (being re-run after resume) only come from the journal reads. */
@@ -111,7 +125,7 @@ export class PostgresWorkflowStore extends WorkflowStore {
   async insert(execution: NewExecution): Promise<{ inserted: boolean; execution: WorkflowExecution & { inputHash: string } }> {
     const values = [
       execution.executionId, execution.workflowId, execution.workflowName, json(execution.input) ?? 'null', execution.inputHash,
-      execution.timeoutMs ?? null,
+      execution.timeoutMs ?? null, execution.parentExecutionId ?? null,
     ];
     for (let attempt = 0; attempt < RACE_RETRIES; attempt++) {
       const rows = await this.query<ExecutionRow & { inserted: boolean }>({ ...this.sql.insert, values });
@@ -226,6 +240,10 @@ export class PostgresWorkflowStore extends WorkflowStore {
       values.push(options.workflow);
       where.push(`workflow_name = $${values.length}`);
     }
+    if (options.parentExecutionId !== undefined) {
+      values.push(options.parentExecutionId);
+      where.push(`parent_execution_id = $${values.length}::uuid`);
+    }
     values.push(Math.min(Math.max(options.limit ?? 100, 1), 1000));
     const text = `SELECT * FROM ${this.sql.executionsTable} ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
       ORDER BY created_at DESC, id DESC LIMIT $${values.length}`;
@@ -237,11 +255,13 @@ export class PostgresWorkflowStore extends WorkflowStore {
   }
 
   async unfinished(idleMs: number, limit: number, after?: UnfinishedExecution): Promise<UnfinishedExecution[]> {
-    const rows = await this.query<{ id: string; workflow_name: string; status: WorkflowStatus; cursor: string }>({
+    const rows = await this.query<{ id: string; workflow_name: string; status: WorkflowStatus; cursor: string; suspended_ms: number | null; wake_requested: boolean }>({
       ...this.sql.unfinished,
       values: [idleMs, limit, after?.cursor ?? null, after?.executionId ?? null],
     });
-    return rows.map((r) => ({ executionId: r.id, workflowName: r.workflow_name, status: r.status, cursor: r.cursor }));
+    return rows.map((r) => ({
+      executionId: r.id, workflowName: r.workflow_name, status: r.status, cursor: r.cursor, suspendedUntil: r.suspended_ms, wakeRequested: r.wake_requested,
+    }));
   }
 
   async countRecovery(executionId: string, maxRecoveries: number): Promise<boolean> {
@@ -278,6 +298,70 @@ export class PostgresWorkflowStore extends WorkflowStore {
 
   async withReconcilerLock(work: () => Promise<void>): Promise<boolean> {
     return (await new LeaseLock(this.connection, this.sql.lockKey).run(work)).acquired;
+  }
+
+  async registerWait(executionId: string, position: number, kind: WaitKind, afterMs: number | null): Promise<number> {
+    const gone = () => new Error(`wait #${position} of execution ${executionId} could not be registered (the execution no longer exists)`);
+    const values = [executionId, position, kind, afterMs === null ? null : Math.round(afterMs)];
+    const rows = await this.query<{ wake_ms: number | null }>({ ...this.sql.registerWait, values }).catch((err: Error & { code?: string }) => {
+      throw err.code === '23503' ? gone() : err; // foreign key: the execution was removed
+    });
+    if (rows.length === 0) throw gone();
+    return rows[0].wake_ms ?? Infinity;
+  }
+
+  async receive(executionId: string, position: number, topic: string, argsHash: string | null): Promise<StepCheckpoint | null> {
+    return retryTransient(() => withClient(this.connection.pool, async (client) => {
+      try {
+        await client.query('BEGIN');
+        const taken = await client.query<{ seq: string; message: unknown }>({ ...this.sql.takeMessage, values: [executionId, topic] });
+        if (taken.rows.length === 0) {
+          await client.query('ROLLBACK');
+          return null;
+        }
+        const { seq, message } = taken.rows[0];
+        await client.query({ ...this.sql.consumeMessage, values: [seq, position] });
+        const values = [executionId, position, '@recv', 'completed', JSON.stringify({ message }), null, 1, argsHash];
+        const rows = (await client.query<StepRow & { written: boolean }>({ ...this.sql.checkpoint, values })).rows;
+        // Another writer holds the position (a timeout, a racing run): the message stays unread.
+        await client.query(rows[0]?.written ? 'COMMIT' : 'ROLLBACK');
+        return rows.length > 0 ? toCheckpoint(rows[0]) : (await this.stepState(executionId, position)).checkpoint;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
+    }), this.retryForMs);
+  }
+
+  async send(workflowId: string, topic: string, message: unknown, idempotencyKey: string | null): Promise<SentMessage | null> {
+    const rows = await this.query<ExecutionRow & { stored: boolean; duplicate: boolean }>({ ...this.sql.send, values: [workflowId, topic, json(message) ?? 'null', idempotencyKey] });
+    return rows.length === 0 ? null : { execution: toExecution(rows[0]), stored: rows[0].stored, duplicate: rows[0].duplicate };
+  }
+
+  async suspend(executionId: string, untilMs: number): Promise<SuspendOutcome> {
+    const rows = await this.query<{ suspended: boolean; status: WorkflowStatus }>({ ...this.sql.suspend, values: [executionId, untilMs] });
+    if (rows[0]?.suspended) return 'suspended';
+    return rows[0]?.status === 'running' ? 'woken' : 'stopped';
+  }
+
+  async wakeRequested(executionId: string): Promise<boolean> {
+    const rows = await this.query<{ wake_requested: boolean }>({ ...this.sql.wakeRequested, values: [executionId] });
+    return rows[0]?.wake_requested ?? false;
+  }
+
+  async requestWake(executionId: string): Promise<WorkflowExecution | null> {
+    const rows = await this.query<ExecutionRow>({ ...this.sql.requestWake, values: [executionId] });
+    return rows.length === 0 ? null : toExecution(rows[0]);
+  }
+
+  async setEvent(executionId: string, key: string, value: unknown): Promise<void> {
+    await this.query({ ...this.sql.setEvent, values: [executionId, key, json(value) ?? 'null'] });
+  }
+
+  async getEvent(workflowId: string, key: string): Promise<EventRead | null> {
+    const rows = await this.query<ExecutionRow & { event_value: unknown; event_found: boolean }>({ ...this.sql.getEvent, values: [workflowId, key] });
+    if (rows.length === 0) return null;
+    return { execution: toExecution(rows[0]), found: rows[0].event_found, value: rows[0].event_found ? rows[0].event_value : null };
   }
 
   private async failExhausted(executionId: string, maxRecoveries: number): Promise<void> {

@@ -5,6 +5,9 @@ import { RELEASED_WORKFLOW_STATUSES } from '../workflow.interfaces';
 /** Table names. */
 export const EXECUTIONS_TABLE = 'workflow_executions';
 export const STEPS_TABLE = 'workflow_steps';
+export const WAITS_TABLE = 'workflow_waits';
+export const MESSAGES_TABLE = 'workflow_messages';
+export const EVENTS_TABLE = 'workflow_events';
 
 /** The predicate of the partial unique index on workflow_id; `ON CONFLICT` repeats it word for word. */
 export const LIVE_PREDICATE = `status NOT IN (${RELEASED_WORKFLOW_STATUSES.map((s) => `'${s}'`).join(', ')})`;
@@ -15,7 +18,7 @@ export interface Statement {
   text: string;
 }
 
-const STATEMENTS = (e: string, s: string) => {
+const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
   const ms = (param: string) => `(${param}::bigint * interval '1 millisecond')`;
   const stepJson = `json_build_object('position', s.position, 'name', s.name, 'status', s.status, 'result', s.result,
     'error', s.error, 'attempts', s.attempts, 'completed_at', s.completed_at, 'seq', s.seq, 'args_hash', s.args_hash)`;
@@ -25,8 +28,8 @@ const STATEMENTS = (e: string, s: string) => {
     // after this statement's snapshot: ask again.
     insert: `
       WITH ins AS (
-        INSERT INTO ${e} AS x (id, workflow_id, workflow_name, status, input, input_hash, deadline_at)
-        VALUES ($1, $2, $3, 'pending', $4::jsonb, $5, CASE WHEN $6::bigint IS NULL THEN NULL ELSE now() + ${ms('$6')} END)
+        INSERT INTO ${e} AS x (id, workflow_id, workflow_name, status, input, input_hash, deadline_at, parent_execution_id)
+        VALUES ($1, $2, $3, 'pending', $4::jsonb, $5, CASE WHEN $6::bigint IS NULL THEN NULL ELSE now() + ${ms('$6')} END, $7::uuid)
         ON CONFLICT (workflow_id) WHERE ${LIVE_PREDICATE} DO NOTHING
         RETURNING *
       )
@@ -36,6 +39,7 @@ const STATEMENTS = (e: string, s: string) => {
     begin: `
       WITH x AS (
         UPDATE ${e} SET status = 'running', started_at = coalesce(started_at, now()), updated_at = now(),
+               suspended_until = NULL, wake_requested = false,
                recovery_attempts = recovery_attempts + CASE WHEN status = 'running' THEN 1 ELSE 0 END
          WHERE id = $1 AND status IN ('pending', 'running')
         RETURNING *
@@ -82,10 +86,22 @@ const STATEMENTS = (e: string, s: string) => {
     latest: `
       SELECT * FROM ${e} WHERE workflow_id = $1
        ORDER BY (${LIVE_PREDICATE}) DESC, created_at DESC LIMIT 1`,
+    // Cancels the live execution and, in the same statement, its unfinished child workflows at any depth.
     cancel: `
-      UPDATE ${e} SET status = 'cancelled', updated_at = now(), completed_at = now()
-       WHERE workflow_id = $1 AND status IN ('pending', 'running')
-      RETURNING *`,
+      WITH RECURSIVE root AS (
+        UPDATE ${e} SET status = 'cancelled', updated_at = now(), completed_at = now(), suspended_until = NULL
+         WHERE workflow_id = $1 AND status IN ('pending', 'running')
+        RETURNING *
+      ), tree(id) AS (
+        SELECT id FROM root
+        UNION
+        SELECT c.id FROM ${e} c JOIN tree t ON c.parent_execution_id = t.id
+      ), children AS (
+        UPDATE ${e} SET status = 'cancelled', updated_at = now(), completed_at = now(), suspended_until = NULL
+         WHERE id IN (SELECT id FROM tree) AND id NOT IN (SELECT id FROM root) AND status IN ('pending', 'running')
+        RETURNING id
+      )
+      SELECT root.*, (SELECT count(*) FROM children)::int AS cancelled_children FROM root`,
     resume: `
       UPDATE ${e} SET status = 'pending', error = NULL, result = NULL, recovery_attempts = 0, completed_at = NULL, updated_at = now(),
              delivered_through = NULL, ended_by = NULL,
@@ -107,7 +123,10 @@ const STATEMENTS = (e: string, s: string) => {
       RETURNING t.position, t.name, 'failed'::text AS status, t.result, t.error, t.attempts, t.completed_at, t.seq, t.args_hash`,
     steps: `SELECT ${stepColumns} FROM ${s} WHERE execution_id = $1 AND status <> 'retrying' ORDER BY position`,
     unfinished: `
-      SELECT id, workflow_name, status, updated_at::text AS cursor FROM ${e}
+      SELECT id, workflow_name, status, updated_at::text AS cursor, wake_requested,
+             CASE WHEN suspended_until IS NULL THEN NULL WHEN suspended_until = 'infinity' THEN 'Infinity'::float8
+                  ELSE (extract(epoch FROM suspended_until) * 1000)::float8 END AS suspended_ms
+        FROM ${e}
        WHERE status IN ('pending', 'running') AND updated_at < now() - ${ms('$1')}
          AND ($3::timestamptz IS NULL OR (updated_at, id) > ($3::timestamptz, $4::uuid))
        ORDER BY updated_at, id LIMIT $2`,
@@ -135,6 +154,58 @@ const STATEMENTS = (e: string, s: string) => {
       SELECT true AS watching, w.* FROM w
       UNION ALL
       SELECT false, x.* FROM ${e} x WHERE x.id = $1 AND NOT EXISTS (SELECT 1 FROM w)`,
+    // The durable wait at a position: registered once; a replay reads the stored wake-up time back.
+    registerWait: `
+      WITH ins AS (
+        INSERT INTO ${w} (execution_id, position, kind, wake_at)
+        VALUES ($1, $2, $3, CASE WHEN $4::bigint IS NULL THEN 'infinity'::timestamptz ELSE now() + ${ms('$4')} END)
+        ON CONFLICT (execution_id, position) DO NOTHING
+        RETURNING wake_at
+      ), found AS (
+        SELECT wake_at FROM ins
+        UNION ALL
+        SELECT wake_at FROM ${w} WHERE execution_id = $1 AND position = $2 AND NOT EXISTS (SELECT 1 FROM ins)
+      )
+      SELECT CASE WHEN wake_at = 'infinity' THEN NULL ELSE (extract(epoch FROM wake_at) * 1000)::float8 END AS wake_ms FROM found`,
+    // In one transaction with consumeMessage and checkpoint: the row lock keeps a message from being taken twice.
+    takeMessage: `
+      SELECT seq, message FROM ${m} WHERE execution_id = $1 AND topic = $2 AND consumed_position IS NULL
+       ORDER BY seq LIMIT 1 FOR UPDATE`,
+    consumeMessage: `UPDATE ${m} SET consumed_position = $2 WHERE seq = $1`,
+    // The newest execution of the id, locked, so that a message never lands in an execution finishing meanwhile.
+    send: `
+      WITH x AS (
+        SELECT * FROM ${e} WHERE workflow_id = $1 ORDER BY (${LIVE_PREDICATE}) DESC, created_at DESC LIMIT 1 FOR UPDATE
+      ), ins AS (
+        INSERT INTO ${m} (execution_id, topic, message, idempotency_key)
+        SELECT x.id, $2, $3::jsonb, $4 FROM x WHERE x.status IN ('pending', 'running')
+        ON CONFLICT (execution_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING seq
+      ), woke AS (
+        UPDATE ${e} SET wake_requested = true WHERE id IN (SELECT id FROM x WHERE status IN ('pending', 'running'))
+        RETURNING id
+      )
+      SELECT x.*, EXISTS (SELECT 1 FROM ins) AS stored,
+             $4::text IS NOT NULL AND EXISTS (SELECT 1 FROM ${m} d, x WHERE d.execution_id = x.id AND d.idempotency_key = $4) AS duplicate
+        FROM x`,
+    // Fails (status still 'running') when a message or a child asked for a wake since the run began.
+    suspend: `
+      WITH u AS (
+        UPDATE ${e} SET status = 'pending', updated_at = now(),
+               suspended_until = CASE WHEN $2::float8 = 'Infinity'::float8 THEN 'infinity'::timestamptz ELSE to_timestamp($2::float8 / 1000) END
+         WHERE id = $1 AND status = 'running' AND NOT wake_requested
+        RETURNING id
+      )
+      SELECT EXISTS (SELECT 1 FROM u) AS suspended, x.status FROM ${e} x WHERE x.id = $1`,
+    wakeRequested: `SELECT wake_requested FROM ${e} WHERE id = $1`,
+    requestWake: `UPDATE ${e} SET wake_requested = true WHERE id = $1 AND status IN ('pending', 'running') RETURNING *`,
+    setEvent: `
+      INSERT INTO ${v} (execution_id, key, value) VALUES ($1, $2, $3::jsonb)
+      ON CONFLICT (execution_id, key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`,
+    getEvent: `
+      SELECT x.*, ev.value AS event_value, ev.key IS NOT NULL AS event_found
+        FROM (SELECT * FROM ${e} WHERE workflow_id = $1 ORDER BY (${LIVE_PREDICATE}) DESC, created_at DESC LIMIT 1) x
+        LEFT JOIN ${v} ev ON ev.execution_id = x.id AND ev.key = $2`,
     unwatch: `
       UPDATE ${e} SET result_waiters = greatest(result_waiters - 1, 0) WHERE id = $1
       RETURNING result_waiters, status`,
@@ -148,9 +219,10 @@ export type WorkflowSql = { [K in keyof ReturnType<typeof STATEMENTS>]: Statemen
 export function workflowSql(schema: string): WorkflowSql {
   const executions = `${quoteIdent(schema)}.${quoteIdent(EXECUTIONS_TABLE)}`;
   const steps = `${quoteIdent(schema)}.${quoteIdent(STEPS_TABLE)}`;
+  const table = (name: string) => `${quoteIdent(schema)}.${quoteIdent(name)}`;
   const suffix = createHash('sha1').update(schema).digest('hex').slice(0, 8);
   const named = { executionsTable: executions, stepsTable: steps, lockKey: `nestjs-idempotency:workflow-reconciler:${schema}` } as WorkflowSql;
-  for (const [name, text] of Object.entries(STATEMENTS(executions, steps))) {
+  for (const [name, text] of Object.entries(STATEMENTS(executions, steps, table(WAITS_TABLE), table(MESSAGES_TABLE), table(EVENTS_TABLE)))) {
     (named as unknown as Record<string, Statement>)[name] = { name: `wf_${name}_${suffix}`, text };
   }
   return named;

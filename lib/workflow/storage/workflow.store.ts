@@ -9,7 +9,30 @@ export interface NewExecution {
   input: unknown;
   inputHash: string;
   timeoutMs?: number;
+  /** The execution that started this one as a child workflow. */
+  parentExecutionId?: string;
 }
+
+/** A durable wait at a journal position: `sleep` (wakes at its time) or `recv` (wakes on a message or its timeout). */
+export type WaitKind = 'sleep' | 'recv';
+
+/** What `send` did: the execution the message went to, and whether it was stored now (false: a duplicate idempotency key). */
+export interface SentMessage {
+  execution: WorkflowExecution;
+  stored: boolean;
+  /** The execution already holds a message with this idempotency key (sent before, maybe consumed since). */
+  duplicate: boolean;
+}
+
+/** An execution's latest value for an event key (`found` false: not set yet). */
+export interface EventRead {
+  execution: WorkflowExecution;
+  found: boolean;
+  value: unknown;
+}
+
+/** How `suspend` ended: suspended, woken meanwhile (a message or a child arrived: run again), or no longer running. */
+export type SuspendOutcome = 'suspended' | 'woken' | 'stopped';
 
 /**
  * A row of an execution's step journal: a checkpoint, or (`retrying`) a failure that `resume()` is running again in
@@ -40,6 +63,10 @@ export interface UnfinishedExecution {
   status: WorkflowStatus;
   /** The scan's cursor (with `executionId`): `updated_at` as Postgres text, which keeps its microseconds. */
   cursor: string;
+  /** Set when the execution is suspended (sleep, recv, child): when it wakes, in ms since the epoch (Infinity: on a message or a child only). */
+  suspendedUntil?: number | null;
+  /** A message or a finished child asked a suspended execution to run again. */
+  wakeRequested?: boolean;
 }
 
 /**
@@ -143,4 +170,35 @@ export abstract class WorkflowStore {
 
   /** Runs `work` when this instance holds the cluster-wide reconciler lock; returns false when another instance holds it. */
   abstract withReconcilerLock(work: () => Promise<void>): Promise<boolean>;
+
+  /**
+   * Registers the durable wait at a journal position, waking `afterMs` from now (null: never by time), unless one is
+   * registered there already; returns the stored wake-up time in ms since the epoch (Infinity: never by time).
+   */
+  abstract registerWait(executionId: string, position: number, kind: WaitKind, afterMs: number | null): Promise<number>;
+  /**
+   * Consumes the oldest unread message of `topic` and checkpoints it (`{ message }`, step name `@recv`) at `position`,
+   * atomically: a message is consumed exactly once. Returns the checkpoint at the position (an earlier one is
+   * returned as it is), or null when no message is waiting.
+   */
+  abstract receive(executionId: string, position: number, topic: string, argsHash: string | null): Promise<StepCheckpoint | null>;
+  /**
+   * Stores a message for the live execution of a workflow id (once per idempotency key) and asks it to wake. Returns
+   * the execution and whether the message was stored now; a finished execution is returned unchanged (nothing stored).
+   * Null when the workflow id has no execution.
+   */
+  abstract send(workflowId: string, topic: string, message: unknown, idempotencyKey: string | null): Promise<SentMessage | null>;
+  /**
+   * Hands a running execution back as pending until `untilMs` (ms since the epoch; Infinity: until woken) — a
+   * compare-and-set that fails with 'woken' when a wake was requested since the run began.
+   */
+  abstract suspend(executionId: string, untilMs: number): Promise<SuspendOutcome>;
+  /** True when a wake was requested since the execution's run began (`begin` clears it). */
+  abstract wakeRequested(executionId: string): Promise<boolean>;
+  /** Asks an unfinished execution to wake (a child finished); returns it, or null when it is not unfinished. */
+  abstract requestWake(executionId: string): Promise<WorkflowExecution | null>;
+  /** Sets (or replaces) the value of an event key of an execution. */
+  abstract setEvent(executionId: string, key: string, value: unknown): Promise<void>;
+  /** The value of an event key of the newest execution of a workflow id; null when the id has no execution. */
+  abstract getEvent(workflowId: string, key: string): Promise<EventRead | null>;
 }

@@ -1,0 +1,80 @@
+import { INestApplication } from '@nestjs/common';
+import Redis from 'ioredis';
+import { WorkflowClient } from '../../lib';
+import { waitUntil } from '../support/resilience';
+import { removeServiceData, startRedis, StartedRedis, stopRedis } from '../support/services';
+import { sql } from '../support/test-app';
+import { SleepyWorkflow, WAIT_WORKFLOWS } from './fixtures/waits.workflows';
+import { Child, kill, spawnWorker } from './processes';
+import { bootWorkflowApp, Scenario, scenario } from './support';
+
+jest.setTimeout(60_000); // real processes and servers; waits are bounded by the assertions' own timeouts
+
+const suspended = (s: Scenario, workflowId: string) => async () => {
+  const rows = await sql<{ wake_at: Date }>(
+    `SELECT w.wake_at FROM "${s.schema}".workflow_executions x JOIN "${s.schema}".workflow_waits w ON w.execution_id = x.id
+      WHERE x.workflow_id = $1 AND x.status = 'pending' AND x.suspended_until IS NOT NULL`,
+    [workflowId],
+  );
+  return rows[0]?.wake_at;
+};
+
+const runs = (s: Scenario, workflowId: string) =>
+  sql<{ step: string; n: number }>(`SELECT step, count(*)::int AS n FROM "${s.schema}".step_runs WHERE workflow_id = $1 GROUP BY step ORDER BY step`, [workflowId]);
+
+// Issue 11: a sleep survives a SIGKILLed worker and a Redis FLUSHALL, and wakes at its stored time.
+describe('sleep() across a crash and a Redis loss', () => {
+  it('worker SIGKILLed during a 3 s sleep → completes after a restart, not before the stored wake-up time', async () => {
+    const s = scenario();
+    const { app, client } = await bootWorkflowApp(s, WAIT_WORKFLOWS, { workers: false });
+    const children: Child[] = [];
+    try {
+      const first = spawnWorker(s);
+      children.push(first);
+      await first.line('READY');
+      const handle = await client.start(SleepyWorkflow, { ms: 3000 }, { workflowId: 'crash-sleep' });
+      const wakeAt = await waitUntil('the workflow sleeps', suspended(s, 'crash-sleep'));
+      await kill(first);
+      const second = spawnWorker(s);
+      children.push(second);
+      await second.line('READY');
+      const { after } = await handle.result({ timeout: '40s' });
+      expect(after).toBeGreaterThanOrEqual(wakeAt.getTime());
+      expect(await runs(s, 'crash-sleep')).toEqual([{ step: 'after', n: 1 }, { step: 'before', n: 1 }]);
+      // Sleeping is no crash: no recovery was counted for it.
+      expect((await handle.execution()).recoveryAttempts).toBe(0);
+    } finally {
+      for (const child of children) await kill(child);
+      await app.close();
+    }
+  });
+
+  describe('on a dedicated Redis', () => {
+    const name = `wf-sleep-flush-${process.pid}`;
+    let redis: StartedRedis;
+    let app: INestApplication | undefined;
+    beforeAll(async () => {
+      redis = await startRedis(name);
+    });
+    afterAll(async () => {
+      await app?.close();
+      await stopRedis(redis);
+      removeServiceData(name);
+    });
+
+    it('Redis FLUSHALL during the sleep → the reconciler re-adds the wake-up from Postgres; it still wakes, no recovery counted', async () => {
+      const s = scenario({ redisUrl: redis.url });
+      let client: WorkflowClient;
+      ({ app, client } = await bootWorkflowApp(s, WAIT_WORKFLOWS));
+      const handle = await client.start(SleepyWorkflow, { ms: 2500 }, { workflowId: 'flush-sleep' });
+      const wakeAt = await waitUntil('the workflow sleeps', suspended(s, 'flush-sleep'));
+      const probe = new Redis(redis.url);
+      await probe.flushall();
+      probe.disconnect();
+      const { after } = await handle.result({ timeout: '40s' });
+      expect(after).toBeGreaterThanOrEqual(wakeAt.getTime());
+      expect(await runs(s, 'flush-sleep')).toEqual([{ step: 'after', n: 1 }, { step: 'before', n: 1 }]);
+      expect((await handle.execution()).recoveryAttempts).toBe(0);
+    });
+  });
+});

@@ -19,6 +19,7 @@ export { OutboxTopicUnknownError } from './errors/outbox-topic-unknown.error';
 export { OutboxNotInTransactionError } from './errors/outbox-not-in-transaction.error';
 export { OutboxMessageInvalidError } from './errors/outbox-message-invalid.error';
 export { OutboxMessageNotFoundError } from './errors/outbox-message-not-found.error';
+export { OutboxDeliveryTimeoutError } from './errors/outbox-delivery-timeout.error';
 export type { RetentionOptions, CleanupReport } from './retention/retention.interfaces';
 export type { InboxOutcome, InboxBatchOutcome } from './inbox/inbox.service';
 export type { IdempotentMethodOptions } from './guard/idempotent-method.decorator';

@@ -4,6 +4,7 @@ import { IdempotencyModule } from '../lib';
 import { AuthModule } from './auth/auth.module';
 import { idempotencyOptionsFromEnv } from './config/idempotency-options.factory';
 import { DatabaseModule } from './database/database.module';
+import { NotificationsModule } from './notifications/notifications.module';
 import { OrdersModule } from './orders/orders.module';
 import { PaymentsModule } from './payments/payments.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
@@ -21,6 +22,8 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     DatabaseModule,
     PaymentsModule,
     WebhooksModule,
+    // Consumes payment.created, which every charge publishes through the outbox.
+    NotificationsModule,
     // Durable workflows run on BullMQ: the orders part needs Redis.
     ...(process.env.REDIS_URL ? [OrdersModule] : []),
   ],

@@ -233,6 +233,8 @@ const WORKFLOW_DEMO_ENV = {
   // part 9: the demo hooks of the payment route, and a short lease so the retry after the SIGKILL need not wait 30 s
   SAMPLE_DEMO_HOOKS: '1',
   IDEMPOTENCY_LOCK_TIMEOUT: '3s',
+  // part 10: a payment.created job whose worker was killed is taken over after 3 s
+  NOTIFICATIONS_LOCK_DURATION_MS: '3000',
 };
 
 async function orderState(app, orderId) {
@@ -337,6 +339,103 @@ async function runTransactionalCrashScript(app, env) {
   return restarted;
 }
 
+/**
+ * 10. Every charge publishes payment.created in its transaction; the relay is killed with SIGKILL mid-delivery (its
+ * messages claimed and locked, their BullMQ jobs being added); after a restart each payment is notified exactly once.
+ */
+async function runOutboxCrashScript(app, env) {
+  out();
+  out('10) Each charge publishes payment.created in its own transaction; the outbox relay is killed with SIGKILL mid-delivery');
+  const { Pool } = require('pg');
+  const Redis = require('ioredis');
+  const db = new Pool({ connectionString: env.DATABASE_URL, max: 2 });
+  const table = `"${(env.IDEMPOTENCY_SCHEMA || 'public').replace(/"/g, '""')}".outbox_messages`;
+  // The payments' messages, and how many pending ones a relay holds locked (FOR UPDATE SKIP LOCKED skips those).
+  const messages = async (paymentIds) => {
+    const client = await db.connect();
+    try {
+      await client.query('BEGIN');
+      const all = await client.query(`SELECT id, status, attempts FROM ${table} WHERE topic = 'payment.created' AND payload->>'id' = ANY($1)`, [paymentIds]);
+      const free = await client.query(
+        `SELECT id FROM ${table} WHERE topic = 'payment.created' AND payload->>'id' = ANY($1) AND status = 'pending' FOR UPDATE SKIP LOCKED`,
+        [paymentIds],
+      );
+      await client.query('ROLLBACK');
+      const pending = all.rows.filter((r) => r.status === 'pending').length;
+      return { rows: all.rows, pending, locked: pending - free.rows.length };
+    } finally {
+      client.release();
+    }
+  };
+  const notified = async (target, paymentId) => {
+    const res = await fetch(`${target.base}/notifications/payments/${paymentId}`, { headers: auth() });
+    check(res.ok, `GET /notifications/payments/${paymentId} answered ${res.status}`);
+    return res.json();
+  };
+
+  try {
+    const payments = [];
+    let interrupted = 0;
+    const redis = new Redis(env.REDIS_URL, { maxRetriesPerRequest: 1 });
+    try {
+      // Redis stops executing writes for a moment (at most 15 s), so the relay's addBulk hangs with its messages claimed.
+      await redis.call('CLIENT', 'PAUSE', '15000', 'WRITE');
+      out('    Redis paused for writes (CLIENT PAUSE … WRITE), so the relay will hang mid-delivery, adding the jobs');
+      for (const amount of [1100, 2200, 3300]) {
+        const body = { amount, currency: 'EUR' };
+        const r = await charge(app, newKey('outbox'), body);
+        check(r.status === 201, `expected 201 for the charge, got ${r.status}: ${r.text}`);
+        payments.push(r.json.id);
+      }
+      out(`    3 charges → 201: payments ${payments.join(', ')}`);
+      let state;
+      for (const until = Date.now() + 30000; ; ) {
+        state = await messages(payments);
+        if (state.rows.length === 3 && state.pending === 3 && state.locked >= 1) break;
+        check(Date.now() < until, `the relay never held the messages mid-delivery: ${JSON.stringify(state)}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await new Promise((r) => setTimeout(r, 300)); // let every idle relay loop take what it can
+      state = await messages(payments);
+      out(`    outbox: 3 payment.created messages, committed with their charges; ${state.locked} claimed and locked by the relay ` +
+        'mid-delivery (the rest wait for a free relay loop), none marked delivered');
+      out(`    → SIGKILL the app and its relay (pid ${app.child.pid})`);
+      await stop(app.child, 'SIGKILL');
+      interrupted = state.locked;
+    } finally {
+      await redis.call('CLIENT', 'UNPAUSE').catch(() => undefined);
+      redis.disconnect();
+    }
+    const orphaned = await messages(payments);
+    out(`    after the kill: ${orphaned.pending} of 3 still pending, ${orphaned.locked} locked (the locks died with the relay's connections)`);
+    check(orphaned.pending === 3 && orphaned.locked === 0, `expected 3 pending, unlocked messages after the kill: ${JSON.stringify(orphaned)}`);
+
+    const restarted = await startApp(env);
+    await waitForApp(restarted);
+    out(`    restarted the app (pid ${restarted.child.pid}); its relay delivers the 3 messages, the ${interrupted} interrupted ones again (job id = message id)`);
+    for (const until = Date.now() + 60000; ; ) {
+      const state = await messages(payments);
+      const counts = await Promise.all(payments.map((id) => notified(restarted, id)));
+      if (state.pending === 0 && counts.every((c) => c.notifications >= 1)) break;
+      check(Date.now() < until, `the payments were not all notified: ${JSON.stringify({ state, counts })}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    // Anything late (a job added twice, a redelivered message) would show up within a moment: look again.
+    await new Promise((r) => setTimeout(r, 1000));
+    const final = await messages(payments);
+    for (const id of payments) {
+      const { notifications, runs } = await notified(restarted, id);
+      out(`    payment ${id}: ${notifications} notification (the consumer ran ${runs}×)`);
+      check(notifications === 1, `payment ${id} was notified ${notifications} times`);
+    }
+    check(final.rows.every((r) => r.status === 'delivered'), `expected every message delivered: ${JSON.stringify(final.rows)}`);
+    out('    exactly one notification per payment: the relay delivers at least once, the job id and the inbox make it once');
+    return restarted;
+  } finally {
+    await db.end();
+  }
+}
+
 async function main() {
   let services;
   let app;
@@ -361,6 +460,7 @@ async function main() {
     await runWebhookScript(app);
     app = await runWorkflowScript(app, env);
     app = await runTransactionalCrashScript(app, env);
+    app = await runOutboxCrashScript(app, env);
     out();
     out('Demo finished: every step behaved as expected.');
   } catch (err) {

@@ -24,8 +24,22 @@ describe('outbox options', () => {
       maxAttempts: 10,
       backoff: { factor: 2, delayMs: 1000, maxDelayMs: 300_000 },
       deadBlocksKey: true,
+      deliveryTimeoutMs: 30_000,
     });
     expect(resolveOptions(base).outbox).toBeUndefined();
+  });
+
+  it('gives handler topics the delivery timeout, or their own', () => {
+    const resolved = resolveOptions({ ...base, outbox: { topics: { a: { to: 'handler' }, b: { to: 'handler', timeout: '2m' } }, deliveryTimeout: '5s' } });
+    expect(resolved.outbox?.deliveryTimeoutMs).toBe(5000);
+    expect(resolved.outbox?.topics).toEqual(new Map([['a', { to: 'handler', timeoutMs: 5000 }], ['b', { to: 'handler', timeoutMs: 120_000 }]]));
+    expect(problems({ outbox: { topics: { a: { to: 'handler', timeout: 0 } }, deliveryTimeout: 'soon' } } as never)).toEqual([
+      expect.stringMatching(/^outbox\.deliveryTimeout: /),
+      expect.stringMatching(/^outbox\.topics\.a\.timeout: must be greater than zero/),
+    ]);
+    expect(problems({ outbox: { topics: { a: { to: 'handler' } }, deliveryTimeout: '30d' } })).toEqual([
+      expect.stringMatching(/^outbox\.deliveryTimeout: at most \d+ ms/),
+    ]);
   });
 
   it('names each bad option and the fix', () => {

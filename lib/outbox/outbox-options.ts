@@ -1,5 +1,10 @@
+import { MAX_TIMER_MS } from '../utils/long-timer';
 import type { Checker } from '../utils/validate-options';
-import type { OutboxTopicTarget, ResolvedOutboxOptions } from './outbox.interfaces';
+import type { ResolvedOutboxOptions, ResolvedOutboxTarget } from './outbox.interfaces';
+
+const DEFAULT_DELIVERY_TIMEOUT_MS = 30_000;
+/** The relay times a delivery with one Node timer, which cannot wait longer. */
+const TIMER_LIMIT = { ms: MAX_TIMER_MS, why: 'the relay times each delivery with a Node timer, which cannot wait longer' };
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -13,11 +18,12 @@ export function resolveOutbox(c: Checker, value: unknown, hasRedis: boolean): Re
     return undefined;
   }
   const o = c.track('outbox', value);
-  const topics = new Map<string, OutboxTopicTarget>();
+  const deliveryTimeoutMs = c.duration('outbox.deliveryTimeout', o.deliveryTimeout, DEFAULT_DELIVERY_TIMEOUT_MS, { positive: true, max: TIMER_LIMIT });
+  const topics = new Map<string, ResolvedOutboxTarget>();
   if (!isObject(o.topics) || Object.keys(o.topics).length === 0) {
     c.fail('outbox.topics', 'expected at least one topic, e.g. { "order.created": { to: "bullmq", queue: "orders" } }');
   } else {
-    for (const [topic, raw] of Object.entries(o.topics)) topics.set(topic, resolveTopic(c, `outbox.topics.${topic}`, raw, hasRedis));
+    for (const [topic, raw] of Object.entries(o.topics)) topics.set(topic, resolveTopic(c, `outbox.topics.${topic}`, raw, hasRedis, deliveryTimeoutMs));
   }
   const relay = c.track('outbox.relay', isObject(o.relay) ? o.relay : {});
   if (o.relay !== undefined && !isObject(o.relay)) c.fail('outbox.relay', 'expected { enabled?, batchSize?, pollInterval?, concurrency? }');
@@ -41,19 +47,20 @@ export function resolveOutbox(c: Checker, value: unknown, hasRedis: boolean): Re
       maxDelayMs: c.duration('outbox.backoff.maxDelay', backoff.maxDelay, 300_000),
     },
     deadBlocksKey: c.boolean('outbox.deadBlocksKey', o.deadBlocksKey, true),
+    deliveryTimeoutMs,
   };
 }
 
-function resolveTopic(c: Checker, option: string, raw: unknown, hasRedis: boolean): OutboxTopicTarget {
+function resolveTopic(c: Checker, option: string, raw: unknown, hasRedis: boolean, deliveryTimeoutMs: number): ResolvedOutboxTarget {
   if (!isObject(raw)) {
-    c.fail(option, 'expected { to: "bullmq", queue: "name" } or { to: "handler" }');
-    return { to: 'handler' };
+    c.fail(option, 'expected { to: "bullmq", queue: "name" } or { to: "handler", timeout? }');
+    return { to: 'handler', timeoutMs: deliveryTimeoutMs };
   }
   const t = c.track(option, raw);
-  if (t.to === 'handler') return { to: 'handler' };
+  if (t.to === 'handler') return { to: 'handler', timeoutMs: c.duration(`${option}.timeout`, t.timeout, deliveryTimeoutMs, { positive: true, max: TIMER_LIMIT }) };
   if (t.to !== 'bullmq') {
     c.fail(`${option}.to`, `expected "bullmq" or "handler", got ${JSON.stringify(t.to)}`);
-    return { to: 'handler' };
+    return { to: 'handler', timeoutMs: deliveryTimeoutMs };
   }
   if (!hasRedis) c.fail(option, 'the bullmq target needs Redis: set the `redis` option, or deliver this topic with { to: "handler" }');
   if (typeof t.queue !== 'string' || t.queue.length === 0 || t.queue.includes(':')) {

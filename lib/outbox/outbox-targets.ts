@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/commo
 import type { Queue } from 'bullmq';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
+import { OutboxDeliveryTimeoutError } from '../errors/outbox-delivery-timeout.error';
 import { loadPeer } from '../utils/optional-peer';
 import { WorkflowQueues } from '../workflow/workflow-queues';
 import { OutboxHandlers } from './outbox-handlers';
@@ -38,14 +39,15 @@ export class OutboxTargets implements OnApplicationShutdown {
         return;
       }
       const handler = target?.to === 'handler' ? this.handlers.get(delivery.topic) : undefined;
-      if (!handler) {
+      if (!handler || target?.to !== 'handler') {
         outcomes[i] = `no target for topic "${delivery.topic}" in this instance's outbox.topics`;
         return;
       }
       calls.push(
         (async () => {
+          const abort = new AbortController();
           try {
-            await handler(delivery);
+            await withTimeout(Promise.resolve().then(() => handler({ ...delivery, signal: abort.signal })), target.timeoutMs, delivery, abort);
           } catch (err) {
             outcomes[i] = describe(err);
           }
@@ -57,7 +59,8 @@ export class OutboxTargets implements OnApplicationShutdown {
         (async () => {
           try {
             const jobs = indexes.map((i) => ({ name: batch[i].topic, data: jobData(batch[i]), opts: { jobId: batch[i].id } }));
-            await this.queue(name).addBulk(jobs);
+            // A late addBulk after the timeout may still add the jobs: the retry finds them by job id and adds nothing.
+            await withTimeout(this.queue(name).addBulk(jobs), this.options.outbox?.deliveryTimeoutMs ?? 30_000, batch[indexes[0]]);
           } catch (err) {
             for (const i of indexes) outcomes[i] = describe(err);
           }
@@ -88,6 +91,27 @@ export class OutboxTargets implements OnApplicationShutdown {
 /** The job data a BullMQ consumer receives: the delivery without the relay's attempt counter. */
 function jobData(delivery: OutboxDelivery): Omit<OutboxDelivery, 'attempt'> {
   return { id: delivery.id, topic: delivery.topic, key: delivery.key, payload: delivery.payload, headers: delivery.headers, publishedAt: delivery.publishedAt };
+}
+
+/**
+ * Settles with `work`, or rejects with OutboxDeliveryTimeoutError after `ms` (aborting `abort` with it) while `work`
+ * goes on unobserved: the attempt is failed and retried, whatever the hung call does later.
+ */
+async function withTimeout<T>(work: Promise<T>, ms: number, delivery: OutboxDelivery, abort?: AbortController): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const err = new OutboxDeliveryTimeoutError(delivery.id, delivery.topic, ms);
+      abort?.abort(err);
+      reject(err);
+    }, ms);
+  });
+  work.catch(() => undefined); // a late failure of an abandoned attempt is not unhandled
+  try {
+    return await Promise.race([work, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function describe(err: unknown): string {

@@ -26,6 +26,11 @@ export interface OutboxDelivery<P = unknown> {
   /** ISO time of the publishing transaction's insert. */
   publishedAt: string;
   attempt: number;
+  /**
+   * Set for `@OutboxHandler()` deliveries: aborted (reason `OutboxDeliveryTimeoutError`) when the attempt outlives
+   * its delivery timeout. Pass it to your client (`fetch(url, { signal })`) so a hung call stops with the attempt.
+   */
+  signal?: AbortSignal;
 }
 
 /** Where the relay sends a topic: a BullMQ queue (job id = message id) or an `@OutboxHandler(topic)` method. */
@@ -37,7 +42,11 @@ export type OutboxTopicTarget =
       /** BullMQ key prefix of that queue. Default BullMQ's own (`"bull"`). */
       prefix?: string;
     }
-  | { to: 'handler' };
+  | {
+      to: 'handler';
+      /** How long one call of this topic's handler may take before the attempt fails. Default `outbox.deliveryTimeout`. */
+      timeout?: Duration;
+    };
 
 /** The relay that delivers committed messages; it runs on every instance. */
 export interface OutboxRelayOptions {
@@ -73,17 +82,26 @@ export interface OutboxOptions {
   backoff?: OutboxBackoffOptions;
   /** A dead message holds back later messages with the same key until it is retried or skipped. Default true. */
   deadBlocksKey?: boolean;
+  /**
+   * How long one delivery attempt may take (a handler call, or the `addBulk` of a BullMQ queue) before it fails and
+   * is retried with backoff, so a hung target cannot hold its key, or the relay's batch, forever. Default `"30s"`.
+   */
+  deliveryTimeout?: Duration;
 }
 
 /** Outbox settings after validation (internal). */
 export interface ResolvedOutboxOptions {
-  topics: Map<string, OutboxTopicTarget>;
+  topics: Map<string, ResolvedOutboxTarget>;
   relay: { enabled: boolean; batchSize: number; pollIntervalMs: number; concurrency: number };
   retentionMs: number;
   maxAttempts: number;
   backoff: { factor: number; delayMs: number; maxDelayMs: number };
   deadBlocksKey: boolean;
+  deliveryTimeoutMs: number;
 }
+
+/** A topic's target after validation (internal): a handler's timeout in milliseconds. */
+export type ResolvedOutboxTarget = { to: 'bullmq'; queue: string; prefix?: string } | { to: 'handler'; timeoutMs: number };
 
 /** The life of a message: waiting, delivered, given up after `maxAttempts`, or skipped by hand after it died. */
 export type OutboxMessageStatus = 'pending' | 'delivered' | 'dead' | 'skipped';

@@ -12,7 +12,7 @@ describe('idempotencyOptionsFromEnv', () => {
   const saved = { ...process.env };
   beforeEach(() => {
     for (const name of Object.keys(process.env)) {
-      if (/^(DATABASE_URL|REDIS_URL|IDEMPOTENCY_|RETENTION_)/.test(name)) delete process.env[name];
+      if (/^(DATABASE_URL|REDIS_URL|IDEMPOTENCY_|RETENTION_|OUTBOX_)/.test(name)) delete process.env[name];
     }
   });
   afterAll(() => {
@@ -21,7 +21,9 @@ describe('idempotencyOptionsFromEnv', () => {
 
   it('needs only DATABASE_URL: Postgres alone, migrations on, library defaults elsewhere', () => {
     const options = idempotencyOptionsFromEnv(config({ DATABASE_URL: 'postgres://u@h/db' }));
-    expect(options).toEqual({ postgres: { url: 'postgres://u@h/db' }, redis: false, migrationsRun: true, http: { scope: idempotencyScope }, workflows: {}, retention: {} });
+    expect(options).toEqual({ postgres: { url: 'postgres://u@h/db' }, redis: false, migrationsRun: true, http: { scope: idempotencyScope }, workflows: {}, retention: {},
+      outbox: { topics: { 'payment.created': { to: 'handler' } }, relay: {} },
+    });
     const resolved = resolveOptions(options);
     expect(resolved.http.ttlMs).toBe(86_400_000);
     expect(resolved.retention.inboxMs).toBeNull();
@@ -40,6 +42,8 @@ describe('idempotencyOptionsFromEnv', () => {
       WORKFLOWS_QUEUE_PREFIX: '{orders}', WORKFLOWS_CONCURRENCY: '4', WORKFLOWS_WORKFLOW_CONCURRENCY: '40', WORKFLOWS_RECOVERY_INTERVAL: '10s',
       WORKFLOWS_MAX_RECOVERY_ATTEMPTS: '3', WORKFLOWS_STALLED_INTERVAL: '5s', WORKFLOWS_LOCK_DURATION: '20s', WORKFLOWS_POLL_INTERVAL: '2s',
       WORKFLOWS_WORKERS: 'false',
+      OUTBOX_PAYMENTS_QUEUE: 'payments-out', OUTBOX_RELAY_ENABLED: 'false', OUTBOX_RELAY_BATCH_SIZE: '50', OUTBOX_RELAY_POLL_INTERVAL: '250ms',
+      OUTBOX_RELAY_CONCURRENCY: '3', OUTBOX_MAX_ATTEMPTS: '4', OUTBOX_DELIVERY_TIMEOUT: '5s', OUTBOX_RETENTION: '2d',
     }));
     const r = resolveOptions(options);
     expect(r.postgres).toEqual({ kind: 'url', url: 'postgres://u@h/db', schema: 'idem', poolSize: 20, preparedStatements: false });
@@ -57,6 +61,11 @@ describe('idempotencyOptionsFromEnv', () => {
     expect(r.retention).toEqual({
       releasedMs: 3 * 86_400_000, workflowsMs: 14 * 86_400_000, queuesMs: { payments: 30 * 86_400_000, ephemeral: 0 },
       inboxMs: 90 * 86_400_000, intervalMs: 900_000, batchSize: 500,
+    });
+    expect(r.outbox).toMatchObject({
+      topics: new Map([['payment.created', { to: 'bullmq', queue: 'payments-out', prefix: undefined }]]),
+      relay: { enabled: false, batchSize: 50, pollIntervalMs: 250, concurrency: 3 },
+      maxAttempts: 4, deliveryTimeoutMs: 5000, retentionMs: 2 * 86_400_000,
     });
   });
 

@@ -1,6 +1,7 @@
 import { ConfigService } from '@nestjs/config';
 import type { IdempotencyModuleOptions, TransactionIsolation } from '../../lib';
 import { idempotencyScope } from '../auth/principal';
+import { DEFAULT_PAYMENT_EVENTS_QUEUE, PAYMENT_CREATED } from '../notifications/payment-created';
 
 /** Reads one optional setting; an absent or empty variable leaves the library's default. */
 type Reader = (name: string) => string | undefined;
@@ -81,6 +82,19 @@ export function idempotencyOptionsFromEnv(config: ConfigService): IdempotencyMod
       inbox: durationOrFalse(env('RETENTION_INBOX')),
       cleanupInterval: durationOrFalse(env('RETENTION_CLEANUP_INTERVAL')),
       batchSize: int(env('RETENTION_BATCH_SIZE')),
+    }),
+    // Every charge publishes payment.created in its transaction: to BullMQ when there is Redis, else to an @OutboxHandler.
+    outbox: compact({
+      topics: { [PAYMENT_CREATED]: redisUrl ? { to: 'bullmq' as const, queue: env('OUTBOX_PAYMENTS_QUEUE') ?? DEFAULT_PAYMENT_EVENTS_QUEUE } : { to: 'handler' as const } },
+      relay: compact({
+        enabled: bool(env('OUTBOX_RELAY_ENABLED')),
+        batchSize: int(env('OUTBOX_RELAY_BATCH_SIZE')),
+        pollInterval: env('OUTBOX_RELAY_POLL_INTERVAL'),
+        concurrency: int(env('OUTBOX_RELAY_CONCURRENCY')),
+      }),
+      maxAttempts: int(env('OUTBOX_MAX_ATTEMPTS')),
+      deliveryTimeout: env('OUTBOX_DELIVERY_TIMEOUT'),
+      retention: env('OUTBOX_RETENTION'),
     }),
   };
 }

@@ -4,7 +4,7 @@ import { Queue } from 'bullmq';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import {
-  IdempotencyModule, OutboxDelivery, OutboxHandler, OutboxMessageNotFoundError, OutboxNotInTransactionError, OutboxService,
+  IdempotencyModule, OutboxDelivery, OutboxDeliveryTimeoutError, OutboxHandler, OutboxMessageNotFoundError, OutboxNotInTransactionError, OutboxService,
   OutboxTopicUnknownError,
 } from '../../lib';
 import { IdempotencyConnections } from '../../lib/storage/idempotency-connections';
@@ -17,6 +17,22 @@ class Deliveries {
   readonly received: OutboxDelivery[] = [];
   /** Topics whose handler throws. */
   readonly failing = new Set<string>();
+
+  /** Per message id of "webhook.slow": its attempts up to this one hang until their signal aborts; the rest resolve at once. */
+  readonly hangUntilAttempt = new Map<string, number>();
+  readonly aborted: unknown[] = [];
+
+  @OutboxHandler('webhook.slow')
+  async onSlowWebhook(delivery: OutboxDelivery): Promise<void> {
+    if (delivery.attempt <= (this.hangUntilAttempt.get(delivery.id) ?? 0)) {
+      // A hung HTTP call: it never settles on its own, and stops only when the relay gives up on the attempt.
+      await new Promise<never>((_, reject) => delivery.signal?.addEventListener('abort', () => {
+        this.aborted.push(delivery.signal?.reason);
+        reject(delivery.signal?.reason as Error);
+      }));
+    }
+    this.received.push(delivery);
+  }
 
   @OutboxHandler('order.created')
   onOrder(delivery: OutboxDelivery): void {
@@ -45,7 +61,7 @@ describe('OutboxService and the relay', () => {
           redis: { url: redisUrl(), keyPrefix: `idem-${schema}` },
           migrationsRun: true,
           outbox: {
-            topics: { 'order.created': { to: 'handler' }, 'payment.created': { to: 'bullmq', queue: queueName, prefix } },
+            topics: { 'order.created': { to: 'handler' }, 'webhook.slow': { to: 'handler', timeout: '300ms' }, 'payment.created': { to: 'bullmq', queue: queueName, prefix } },
             // A long poll interval: prompt delivery can only come from the commit notification.
             relay: { pollInterval: '60s', batchSize: 50 },
             maxAttempts: 3,
@@ -72,6 +88,8 @@ describe('OutboxService and the relay', () => {
   beforeEach(() => {
     deliveries.received.length = 0;
     deliveries.failing.clear();
+    deliveries.hangUntilAttempt.clear();
+    deliveries.aborted.length = 0;
   });
 
   it('stores nothing when the publishing transaction rolls back, and delivers promptly after a commit', async () => {
@@ -135,6 +153,31 @@ describe('OutboxService and the relay', () => {
     expect(deliveries.received.map((d) => d.id)).toEqual([first, second]);
     expect(deliveries.received[0].attempt).toBe(1);
     await expect(outbox.retry('no-such-message')).rejects.toBeInstanceOf(OutboxMessageNotFoundError);
+  });
+
+  it('fails a hung handler call after its delivery timeout, aborts its signal, and retries it, so the key moves on', async () => {
+    const [hung, next] = [randomUUID(), randomUUID()];
+    deliveries.hangUntilAttempt.set(hung, 1);
+    await dataSource.transaction((manager) =>
+      outbox.publish(manager, [{ id: hung, topic: 'webhook.slow', key: 'hook-1', payload: 1 }, { id: next, topic: 'webhook.slow', key: 'hook-1', payload: 2 }]),
+    );
+    await eventually(async () => (await statusOf(next)) === 'delivered', 'both messages delivered after the timed-out attempt');
+    expect(deliveries.received.map((d) => [d.id, d.attempt])).toEqual([[hung, 2], [next, 1]]);
+    expect(deliveries.aborted).toEqual([expect.any(OutboxDeliveryTimeoutError)]);
+    expect(deliveries.aborted[0]).toMatchObject({ code: 'OUTBOX_DELIVERY_TIMEOUT', messageId: hung, timeoutMs: 300 });
+    const [row] = await sql<{ attempts: number }>(`SELECT attempts FROM "${schema}".outbox_messages WHERE id = $1`, [hung]);
+    expect(row.attempts).toBe(2);
+  });
+
+  it('keeps a handler that always hangs dead after maxAttempts timeouts, with the timeout as its last error', async () => {
+    const id = randomUUID();
+    deliveries.hangUntilAttempt.set(id, Number.MAX_SAFE_INTEGER);
+    await dataSource.transaction((manager) => outbox.publish(manager, { id, topic: 'webhook.slow', key: 'hook-2', payload: 1 }));
+    await eventually(async () => (await statusOf(id)) === 'dead', 'the message dead after 3 timed-out attempts');
+    const [dead] = await outbox.messages({ status: 'dead', topic: 'webhook.slow' });
+    expect(dead).toMatchObject({ id, attempts: 3, lastError: expect.stringMatching(/^OutboxDeliveryTimeoutError: delivery of outbox message .* did not finish within 300 ms/) });
+    expect(deliveries.aborted).toHaveLength(3);
+    expect(await outbox.skip(id)).toBe(true);
   });
 
   it('refuses to publish outside a transaction or to an unknown topic', async () => {

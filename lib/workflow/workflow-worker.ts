@@ -1,4 +1,5 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { IdempotencyObserver, NoopObserver, TraceCarrier } from '../observability/idempotency-observer';
 import type { Job, Worker } from 'bullmq';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
@@ -12,6 +13,8 @@ import { WorkflowQueues } from './workflow-queues';
 /** @internal The data of a workflow-run job. */
 export interface WorkflowJobData {
   executionId: string;
+  /** The trace context of whoever started the execution (W3C `traceparent`), linked from each run's span. */
+  trace?: TraceCarrier;
 }
 
 /**
@@ -21,6 +24,7 @@ export interface WorkflowJobData {
 @Injectable()
 export class WorkflowWorker {
   private readonly logger = new Logger('Workflows');
+  @Optional() @Inject(IdempotencyObserver) private readonly observer: IdempotencyObserver = new NoopObserver();
   private readonly workers: Worker[] = [];
   private readonly handBack: JobHandBack;
   private running = 0;
@@ -64,7 +68,7 @@ export class WorkflowWorker {
     if (!this.registry.find(job.name)) return this.handBack.send(job, token, `workflow "${job.name}"`);
     this.running++;
     try {
-      const outcome = await this.executor.execute(job.data.executionId);
+      const outcome = await this.observer.workflowRun(job.data.executionId, job.name, job.data.trace, () => this.executor.execute(job.data.executionId));
       if (outcome === 'released') {
         await job.moveToDelayed(Date.now(), token);
         throw new (loadPeer('bullmq', 'workflows (@Workflow() classes)').DelayedError)();

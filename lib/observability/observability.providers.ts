@@ -6,6 +6,7 @@ import { IdempotencyObserver, NoopObserver } from './idempotency-observer';
 import type { ResolvedObservabilityOptions } from './observability-options';
 import { OpenTelemetryObserver } from './opentelemetry-observer';
 import { ObservabilityGauges } from './observability-gauges';
+import { IdempotencyHealthIndicator } from '../health/idempotency-health.indicator';
 
 /** The observer for the options: OpenTelemetry when enabled (by default: when `@opentelemetry/api` is installed), else a no-op. */
 export function createObserver(options: ResolvedObservabilityOptions): IdempotencyObserver {
@@ -14,7 +15,7 @@ export function createObserver(options: ResolvedObservabilityOptions): Idempoten
   return api ? new OpenTelemetryObserver(api, options) : new NoopObserver();
 }
 
-/** Binds {@link IdempotencyObserver}, which the engine, the stores and the workflow workers report to. */
+/** Binds {@link IdempotencyObserver} (which the engine, the stores and the workflow workers report to) and the health indicator. */
 export const observabilityProviders: Provider[] = [
   {
     provide: IdempotencyObserver,
@@ -22,4 +23,8 @@ export const observabilityProviders: Provider[] = [
     inject: [RESOLVED_IDEMPOTENCY_OPTIONS],
   },
   ObservabilityGauges,
+  IdempotencyHealthIndicator,
 ];
+
+/** What an app may inject for operating the library. */
+export const observabilityExports = [IdempotencyHealthIndicator];

@@ -57,6 +57,11 @@ export class WorkflowWorker {
     }
   }
 
+  /** True while every workflow worker of this instance is running (health checks). */
+  workersAlive(): boolean {
+    return this.workers.every((w) => w.isRunning());
+  }
+
   /** Closes the workers once their runs have returned (call `WorkflowExecutor.abortAll()` first). */
   async close(): Promise<void> {
     const workers = this.workers.splice(0);

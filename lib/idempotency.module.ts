@@ -10,6 +10,7 @@ import { RetentionService } from './retention/retention.service';
 import { IdempotencyConfigurableModule } from './idempotency.module-definition';
 import { idempotencyProviders } from './idempotency.providers';
 import { workflowExports } from './workflow/workflow.providers';
+import { observabilityExports } from './observability/observability.providers';
 
 /**
  * Registers the global `Idempotency-Key` interceptor and the `IdempotencyService` engine.
@@ -22,6 +23,7 @@ import { workflowExports } from './workflow/workflow.providers';
   exports: [
     IdempotencyService, InboxService, OutboxService, RetentionService, IdempotencyInterceptor, IdempotencyMetadataAccessor, RESOLVED_IDEMPOTENCY_OPTIONS,
     ...workflowExports,
+    ...observabilityExports,
   ],
 })
 export class IdempotencyModule extends IdempotencyConfigurableModule {}

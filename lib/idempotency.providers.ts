@@ -26,6 +26,9 @@ import { ClsTransactionBridge } from './transaction/cls/cls-transaction-bridge';
 import { resolveOptions } from './utils/validate-options';
 import { workflowProviders } from './workflow/workflow.providers';
 import { outboxProviders } from './outbox/outbox.providers';
+import { IdempotencyObserver } from './observability/idempotency-observer';
+import { observabilityProviders } from './observability/observability.providers';
+import { observeIdempotencyCache, observeIdempotencyStore } from './observability/observed-stores';
 
 /** The app-wide interceptor slot when `http.global` is false. */
 const PASS_THROUGH: NestInterceptor = { intercept: (_context, next: CallHandler) => next.handle() };
@@ -40,21 +43,22 @@ export const idempotencyProviders: Provider[] = [
   IdempotencyConnections,
   {
     provide: IdempotencyStore,
-    useFactory: (connections: IdempotencyConnections) => new PostgresIdempotencyStore(connections),
-    inject: [IdempotencyConnections],
+    useFactory: (connections: IdempotencyConnections, observer: IdempotencyObserver) => observeIdempotencyStore(new PostgresIdempotencyStore(connections), observer),
+    inject: [IdempotencyConnections, IdempotencyObserver],
   },
   {
     provide: IdempotencyCache,
-    useFactory: (options: ResolvedOptions, connections: IdempotencyConnections) => {
+    useFactory: (options: ResolvedOptions, connections: IdempotencyConnections, observer: IdempotencyObserver) => {
       if (!options.redis) return new NoCache();
       const breaker = new CircuitBreaker('Redis', {
         failureThreshold: options.redis.failureThreshold,
         resetAfterMs: options.redis.resetAfterMs,
         timeoutMs: options.redis.commandTimeoutMs,
       }, new Logger('Idempotency'));
-      return new RedisIdempotencyCache(connections, breaker);
+      observer.watchBreaker('redis', breaker);
+      return observeIdempotencyCache(new RedisIdempotencyCache(connections, breaker), observer);
     },
-    inject: [RESOLVED_IDEMPOTENCY_OPTIONS, IdempotencyConnections],
+    inject: [RESOLVED_IDEMPOTENCY_OPTIONS, IdempotencyConnections, IdempotencyObserver],
   },
   {
     provide: IdempotencyTransactions,
@@ -85,4 +89,5 @@ export const idempotencyProviders: Provider[] = [
   { provide: APP_FILTER, useClass: IdempotencyProblemFilter },
   ...workflowProviders,
   ...outboxProviders,
+  ...observabilityProviders,
 ];

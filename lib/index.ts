@@ -30,6 +30,16 @@ export type { TransactionIsolation } from './transaction/transaction-options';
 export { NotInTransactionError } from './errors/not-in-transaction.error';
 export { LeaseLostError } from './errors/lease-lost.error';
 export { IdempotencyInterceptor } from './http/idempotency.interceptor';
+/** A `@nestjs/terminus` health indicator: Postgres reachable, schema current, Redis reachable or bypassed (degraded), workers alive. */
+export { IdempotencyHealthIndicator } from './health/idempotency-health.indicator';
+export type { IdempotencyHealth, IdempotencyHealthOptions } from './health/idempotency-health.indicator';
+/** The hook the engine reports to for metrics and traces (its OpenTelemetry implementation is bound by the module). */
+export { IdempotencyObserver } from './observability/idempotency-observer';
+export type {
+  IdempotencyFace, ClaimOutcomeName, StoreName, TraceCarrier, StepAttemptInfo, GaugeSource,
+} from './observability/idempotency-observer';
+/** Options of `observability` (metrics and traces through `@opentelemetry/api`). */
+export type { ObservabilityOptions } from './observability/observability-options';
 export { IdempotencyProblemException, PROBLEM_CONTENT_TYPE, DEFAULT_PROBLEM_TYPE_BASE, IDEMPOTENCY_PROBLEMS } from './http/problem-details';
 export type { ProblemDetails, IdempotencyProblemType } from './http/problem-details';
 export { IdempotencyStore } from './storage/idempotency.store';

@@ -1,4 +1,4 @@
-import { Injectable, Logger, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DuplicateExecutionError } from '../errors/duplicate-execution.error';
@@ -23,6 +23,7 @@ import { activeTransaction } from '../transaction/current-transaction';
 import { IdempotencyTransactions, OpenTransaction } from '../transaction/idempotency-transactions';
 import { TransactionalCall } from '../transaction/transactional-call';
 import { TransactionIsolation, transactionOptionProblems } from '../transaction/transaction-options';
+import { IdempotencyObserver, NoopObserver } from '../observability/idempotency-observer';
 
 /** What `begin` decided for a request. */
 export type BeginResult =
@@ -53,6 +54,7 @@ const TRANSACTIONAL_CLAIM_ATTEMPTS = 10;
 @Injectable()
 export class IdempotencyService {
   private readonly logger = new Logger('Idempotency');
+  @Optional() @Inject(IdempotencyObserver) private readonly observer: IdempotencyObserver = new NoopObserver();
 
   constructor(
     private readonly store: IdempotencyStore,
@@ -80,7 +82,11 @@ export class IdempotencyService {
    * cannot index (before asking it), {@link StoreUnavailableError} when the store cannot be reached, and
    * {@link StoreRejectedError} when it refuses the claim for another reason (not an outage).
    */
-  async begin(request: ClaimRequest): Promise<BeginResult> {
+  begin(request: ClaimRequest): Promise<BeginResult> {
+    return this.observer.decide(request.scope, request.key, () => this.decide(request));
+  }
+
+  private async decide(request: ClaimRequest): Promise<BeginResult> {
     assertClaimLimits(request);
     const cached = await this.cache.lookup(request.scope, request.key, request.fingerprint, request.leaseMs);
     if (cached.kind === 'hit') return answerFor(request, cached.record);
@@ -301,12 +307,16 @@ export class IdempotencyService {
    * Like {@link begin}, but holds a request that finds the key in progress until the holder finishes
    * (replay), releases it (this request takes it), or `waitMs` passes (in progress).
    */
-  async beginOrWait(request: ClaimRequest, waitMs: number): Promise<BeginResult> {
+  beginOrWait(request: ClaimRequest, waitMs: number): Promise<BeginResult> {
+    return this.observer.decide(request.scope, request.key, () => this.decideOrWait(request, waitMs));
+  }
+
+  private async decideOrWait(request: ClaimRequest, waitMs: number): Promise<BeginResult> {
     const deadline = Date.now() + waitMs;
     let pause = WAIT_POLL_MIN_MS;
     let waited = false;
     for (;;) {
-      const result = await this.begin(request);
+      const result = await this.decide(request);
       if (result.kind === 'acquired' && waited) return { ...result, waited };
       if (result.kind !== 'in_progress' || Date.now() + pause > deadline) return result;
       waited = true;

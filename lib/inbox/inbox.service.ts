@@ -1,4 +1,5 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import { IdempotencyObserver, NoopObserver } from '../observability/idempotency-observer';
 import type { EntityManager } from 'typeorm';
 import { quoteIdent } from '../storage/postgres/idempotency.sql';
 import { withTransaction } from '../transaction/current-transaction';
@@ -26,6 +27,7 @@ export interface InboxBatchOutcome<M, T> {
  */
 @Injectable()
 export class InboxService {
+  @Optional() @Inject(IdempotencyObserver) private readonly observer: IdempotencyObserver = new NoopObserver();
   constructor(private readonly connections: IdempotencyConnections) {}
 
   /** Runs `handler` in a transaction unless `messageId` was already processed by `consumer`. */
@@ -36,6 +38,7 @@ export class InboxService {
         `INSERT INTO ${this.table()} (consumer, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING 1`,
         [consumer, messageId],
       );
+      this.observer.claimed('inbox', inserted.length === 0 ? 'replay' : 'acquired');
       if (inserted.length === 0) return { status: 'duplicate' } as const;
       return { status: 'processed', result: await withTransaction(manager, () => handler(manager)) } as const;
     });
@@ -63,6 +66,7 @@ export class InboxService {
         [consumer, canonicalOrder(ids)],
       );
       const fresh = new Set(rows.map((r) => r.message_id));
+      for (const id of new Set(ids)) this.observer.claimed('inbox', fresh.has(id) ? 'acquired' : 'replay');
       const processed: M[] = [];
       const duplicates: M[] = [];
       messages.forEach((message, i) => {

@@ -5,6 +5,7 @@ import type { RetentionOptions } from '../retention/retention.interfaces';
 import type { TransactionIsolation } from '../transaction/transaction-options';
 import type { Duration } from '../utils/duration';
 import type { OutboxOptions } from '../outbox/outbox.interfaces';
+import type { ObservabilityOptions } from '../observability/observability-options';
 
 /** Settings shared by both forms of the `postgres` option. */
 export interface PostgresCommonOptions {
@@ -163,4 +164,6 @@ export interface IdempotencyModuleOptions {
   retention?: RetentionOptions;
   /** The transactional outbox: topics and where they go, the relay, retries and retention of delivered messages. */
   outbox?: OutboxOptions;
+  /** Metrics and traces through `@opentelemetry/api` (on when it is installed). See README "Operating it". */
+  observability?: ObservabilityOptions;
 }

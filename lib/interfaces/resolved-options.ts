@@ -5,6 +5,7 @@ import type { DataSource } from 'typeorm';
 import type { TransactionSetting } from '../transaction/transaction-options';
 import type { IdempotencyRequest } from './idempotency-options.interface';
 import type { ResolvedOutboxOptions } from '../outbox/outbox.interfaces';
+import type { ResolvedObservabilityOptions } from '../observability/observability-options';
 
 /** HTTP settings after defaults and duration parsing (internal). */
 export interface ResolvedHttpOptions {
@@ -68,4 +69,5 @@ export interface ResolvedOptions {
   retention: ResolvedRetentionOptions;
   /** Undefined when the `outbox` option is not set. */
   outbox?: ResolvedOutboxOptions;
+  observability: ResolvedObservabilityOptions;
 }

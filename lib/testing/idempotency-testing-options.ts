@@ -1,3 +1,4 @@
+import type { ObservabilityOptions } from '../observability/observability-options';
 import type { HttpIdempotencyOptions, WorkflowModuleOptions } from '../interfaces/idempotency-options.interface';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import type { RetentionOptions } from '../retention/retention.interfaces';
@@ -15,9 +16,11 @@ export interface IdempotencyTestingOptions {
   workflows?: Pick<WorkflowModuleOptions, 'maxRecoveryAttempts' | 'pollInterval' | 'lockDuration'>;
   /** Retention, applied when a test calls `RetentionService.cleanup()` (nothing runs in the background). */
   retention?: Omit<RetentionOptions, 'cleanupInterval' | 'batchSize'>;
+  /** Metrics and spans, as in `IdempotencyModule` (the engine's decisions are recorded; the in-memory stores are not timed). */
+  observability?: ObservabilityOptions;
 }
 
-const KNOWN_KEYS = ['http', 'workflows', 'retention'];
+const KNOWN_KEYS = ['http', 'workflows', 'retention', 'observability'];
 /** Settings of the module that mean nothing in process: given here, they would be silently ignored. */
 const NOT_IN_PROCESS: Record<'workflows' | 'retention', { keeps: readonly string[]; drops: readonly string[] }> = {
   workflows: {
@@ -54,6 +57,7 @@ export function resolveTestingOptions(options: IdempotencyTestingOptions = {}): 
     http: options.http,
     workflows: { pollInterval: '100ms', lockDuration: '5s', ...options.workflows },
     retention: { ...options.retention, cleanupInterval: false },
+    observability: options.observability,
   });
   if (resolved.http.transaction) {
     throw new IdempotencyConfigError([

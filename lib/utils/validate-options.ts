@@ -9,6 +9,7 @@ import { parseDuration } from './duration';
 import { KeyTracker } from './known-keys';
 import { MAX_TIMER_MS } from './long-timer';
 import { resolveOutbox } from '../outbox/outbox-options';
+import { resolveObservability } from '../observability/observability-options';
 
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Claims and completions are short: 20 lets first-time keys commit concurrently (bench:http: +20% over 10). */
@@ -306,6 +307,7 @@ export function resolveOptions(options: IdempotencyModuleOptions | undefined): R
     http: resolveHttp(c, options.http),
     workflows: resolveWorkflows(c, options.workflows),
     retention: resolveRetention(c, options.retention),
+    observability: resolveObservability(c, options.observability),
   };
   resolved.outbox = resolveOutbox(c, options.outbox, resolved.redis !== false);
   c.rejectUnknownKeys();

@@ -1,3 +1,4 @@
+import type { TraceCarrier } from '../observability/idempotency-observer';
 import type { WorkflowStatus } from './workflow.interfaces';
 
 /** @internal The data of a step job. */
@@ -12,6 +13,8 @@ export interface StepJobData {
   args: unknown[];
   /** Hash of the canonical arguments, stored with the checkpoint (absent in jobs of older versions). */
   argsHash?: string;
+  /** The trace context of the run that called the step (W3C `traceparent`), when traces are on. */
+  trace?: TraceCarrier;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { IdempotencyObserver, NoopObserver } from '../observability/idempotency-observer';
 import type { Job, Worker } from 'bullmq';
 import { StepTimeoutError } from '../errors/step-timeout.error';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
@@ -24,6 +25,7 @@ import { TransactionalSteps } from '../transaction/transactional-steps';
 @Injectable()
 export class StepWorker {
   private readonly logger = new Logger('Workflows');
+  @Optional() @Inject(IdempotencyObserver) private readonly observer: IdempotencyObserver = new NoopObserver();
   private readonly workers: Worker[] = [];
   private readonly handBack: JobHandBack;
   private readonly inFlight = new Set<string>();
@@ -57,6 +59,11 @@ export class StepWorker {
   }
 
   /** True while this process runs the step job (its job may have vanished from Redis, the step has not). */
+  /** True while every step worker of this instance is running (health checks). */
+  workersAlive(): boolean {
+    return this.workers.every((w) => w.isRunning());
+  }
+
   isRunningHere(queue: string, jobId: string): boolean {
     return this.inFlight.has(`${queue}\u0000${jobId}`);
   }
@@ -89,7 +96,7 @@ export class StepWorker {
         }
         const attempt = job.attemptsMade + 1;
         const write = (outcome: StepOutcome) => this.store.checkpoint(data.executionId, data.position, step.name, outcome, attempt, data.argsHash ?? null);
-        const run = () => this.attempt(step, instance, data, attempt);
+        const run = () => this.observer.stepAttempt({ ...data, stepName: step.name, attempt }, () => this.attempt(step, instance, data, attempt));
         // @Step({ transaction: true }): the step's writes and its checkpoint commit together (the explorer checked `transactional` exists)
         ({ checkpoint } = step.transaction && this.transactional
           ? await this.transactional.run(step.transaction.isolation, { executionId: data.executionId, position: data.position, name: step.name, attempts: attempt, argsHash: data.argsHash ?? null }, run, write)

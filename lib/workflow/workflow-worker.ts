@@ -1,4 +1,5 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { IdempotencyObserver, NoopObserver, TraceCarrier } from '../observability/idempotency-observer';
 import type { Job, Worker } from 'bullmq';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
@@ -13,6 +14,8 @@ import { WorkflowStore } from './storage/workflow.store';
 /** @internal The data of a workflow-run job. */
 export interface WorkflowJobData {
   executionId: string;
+  /** The trace context of whoever started the execution (W3C `traceparent`), linked from each run's span. */
+  trace?: TraceCarrier;
 }
 
 /**
@@ -22,6 +25,7 @@ export interface WorkflowJobData {
 @Injectable()
 export class WorkflowWorker {
   private readonly logger = new Logger('Workflows');
+  @Optional() @Inject(IdempotencyObserver) private readonly observer: IdempotencyObserver = new NoopObserver();
   private readonly workers: Worker[] = [];
   private readonly handBack: JobHandBack;
   private running = 0;
@@ -55,6 +59,11 @@ export class WorkflowWorker {
     }
   }
 
+  /** True while every workflow worker of this instance is running (health checks). */
+  workersAlive(): boolean {
+    return this.workers.every((w) => w.isRunning());
+  }
+
   /** Closes the workers once their runs have returned (call `WorkflowExecutor.abortAll()` first). */
   async close(): Promise<void> {
     const workers = this.workers.splice(0);
@@ -66,7 +75,7 @@ export class WorkflowWorker {
     if (!this.registry.find(job.name)) return this.handBack.send(job, token, `workflow "${job.name}"`);
     this.running++;
     try {
-      const outcome = await this.executor.execute(job.data.executionId);
+      const outcome = await this.observer.workflowRun(job.data.executionId, job.name, job.data.trace, () => this.executor.execute(job.data.executionId));
       if (outcome === 'finished') return outcome;
       if (outcome === 'released') {
         await job.moveToDelayed(Date.now(), token);

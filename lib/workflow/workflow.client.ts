@@ -1,4 +1,5 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { IdempotencyObserver, NoopObserver } from '../observability/idempotency-observer';
 import { WorkflowConflictError } from '../errors/workflow-conflict.error';
 import { WorkflowExistsError } from '../errors/workflow-exists.error';
 import { WorkflowNotFoundError } from '../errors/workflow-not-found.error';
@@ -47,6 +48,7 @@ const FINAL: readonly WorkflowStatus[] = ['completed', 'failed', 'cancelled', 't
 @Injectable()
 export class WorkflowClient {
   private readonly logger = new Logger('Workflows');
+  @Optional() @Inject(IdempotencyObserver) private readonly observer: IdempotencyObserver = new NoopObserver();
 
   constructor(
     @Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions,
@@ -265,7 +267,7 @@ export class WorkflowClient {
   private async enqueue(workflow: RegisteredWorkflow, executionId: string): Promise<void> {
     try {
       const jobId = workflowJobId(executionId);
-      await this.queues.queue(workflow.queue).add(workflow.name, { executionId }, { jobId, removeOnComplete: true, removeOnFail: true });
+      await this.queues.queue(workflow.queue).add(workflow.name, { executionId, trace: this.observer.carrier() }, { jobId, removeOnComplete: true, removeOnFail: true });
     } catch (err) {
       // Postgres holds the execution; the reconciler enqueues it once Redis answers again.
       this.logger.warn(`execution ${executionId} was stored but not enqueued (${(err as Error).message}); the reconciler will enqueue it`);

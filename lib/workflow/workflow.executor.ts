@@ -1,4 +1,5 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { IdempotencyObserver, NoopObserver } from '../observability/idempotency-observer';
 import type { Queue } from 'bullmq';
 import { DeterminismError } from '../errors/determinism.error';
 import { verifyRecorded } from './journal-verify';
@@ -40,6 +41,7 @@ export type RunOutcome = 'finished' | 'released' | { suspendedUntil: number };
 @Injectable()
 export class WorkflowExecutor {
   private readonly logger = new Logger('Workflows');
+  @Optional() @Inject(IdempotencyObserver) private readonly observer: IdempotencyObserver = new NoopObserver();
   private readonly active = new Set<RunContext>();
 
   constructor(
@@ -233,6 +235,7 @@ export class WorkflowExecutor {
       position,
       args,
       argsHash,
+      trace: this.observer.carrier(),
     };
     let signal: JobSignal | undefined;
     let wake: (() => void) | undefined;

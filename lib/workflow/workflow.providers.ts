@@ -18,6 +18,8 @@ import { DurableCalls } from './durable-calls';
 import { WorkflowStartCache } from './workflow-start.cache';
 import { RegisteredWorkflowRetention } from './workflow-retention';
 import { WorkflowRetentionPolicy } from '../retention/workflow-retention.policy';
+import { IdempotencyObserver } from '../observability/idempotency-observer';
+import { observeWorkflowStore } from '../observability/observed-stores';
 
 /** The durable-workflow providers: discovery, registry, store, queues, executor, workers, reconciler and client. */
 export const workflowProviders: Provider[] = [
@@ -25,8 +27,8 @@ export const workflowProviders: Provider[] = [
   WorkflowRegistry,
   {
     provide: WorkflowStore,
-    useFactory: (connections: IdempotencyConnections) => new PostgresWorkflowStore(connections),
-    inject: [IdempotencyConnections],
+    useFactory: (connections: IdempotencyConnections, observer: IdempotencyObserver) => observeWorkflowStore(new PostgresWorkflowStore(connections), observer),
+    inject: [IdempotencyConnections, IdempotencyObserver],
   },
   WorkflowQueues,
   StepWorker,

@@ -185,6 +185,8 @@ describe('IdempotencyTestingModule', () => {
     control.failSecond = true;
     control.hold.open();
     await expect(handle.result()).rejects.toBeInstanceOf(WorkflowCancelledError);
+    // The running step finishes and is checkpointed after the status turned cancelled (result() may answer first).
+    await waitUntil('the running step is checkpointed', async () => (await client.steps(handle.executionId)).length > 0);
     expect((await client.steps(handle.executionId)).map((s) => s.name)).toEqual(['first']);
 
     const resumed = await client.resume<string[]>('control-a');

@@ -1,0 +1,30 @@
+import type { Provider } from '@nestjs/common';
+import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { ResolvedOptions } from '../interfaces/resolved-options';
+import { loadPeer, loadPeerIfInstalled } from '../utils/optional-peer';
+import { IdempotencyObserver, NoopObserver } from './idempotency-observer';
+import type { ResolvedObservabilityOptions } from './observability-options';
+import { OpenTelemetryObserver } from './opentelemetry-observer';
+import { ObservabilityGauges } from './observability-gauges';
+import { IdempotencyHealthIndicator } from '../health/idempotency-health.indicator';
+
+/** The observer for the options: OpenTelemetry when enabled (by default: when `@opentelemetry/api` is installed), else a no-op. */
+export function createObserver(options: ResolvedObservabilityOptions): IdempotencyObserver {
+  if (options.enabled === false) return new NoopObserver();
+  const api = options.enabled ? loadPeer('@opentelemetry/api', 'observability.enabled') : loadPeerIfInstalled('@opentelemetry/api');
+  return api ? new OpenTelemetryObserver(api, options) : new NoopObserver();
+}
+
+/** Binds {@link IdempotencyObserver} (which the engine, the stores and the workflow workers report to) and the health indicator. */
+export const observabilityProviders: Provider[] = [
+  {
+    provide: IdempotencyObserver,
+    useFactory: (options: ResolvedOptions) => createObserver(options.observability),
+    inject: [RESOLVED_IDEMPOTENCY_OPTIONS],
+  },
+  ObservabilityGauges,
+  IdempotencyHealthIndicator,
+];
+
+/** What an app may inject for operating the library. */
+export const observabilityExports = [IdempotencyHealthIndicator];

@@ -17,17 +17,19 @@
 //
 // Settings (environment): BENCH_CONNECTIONS (50), BENCH_DURATION seconds (5), BENCH_WARMUP seconds (1),
 // BENCH_ADAPTERS ("express,fastify"), BENCH_CASES (all; e.g. "b,e"), BENCH_POOL_SIZE (unset: the module's default),
-// BENCH_KEEP=1 keeps the schemas and Redis keys, BENCH_CPU_PROF=<dir> profiles the servers.
+// BENCH_KEEP=1 keeps the schemas and Redis keys, BENCH_CPU_PROF=<dir> profiles each measured run
+// (<dir>/<adapter>-<case>.cpuprofile, without start-up and warm-up; open it in Chrome DevTools).
 import autocannon from 'autocannon';
 import { fork, ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Redis from 'ioredis';
 import { Client } from 'pg';
 import type { IdempotencyModuleOptions } from '../lib';
 import type { AdapterName, BenchAppSpec, HandlerStatsSnapshot } from './http-bench.app';
-import type { BenchServerConfig, BenchServerMessage } from './http-bench.server';
+import type { BenchServerCommand, BenchServerConfig, BenchServerMessage } from './http-bench.server';
 import { connectBench, deleteRedisKeys, env, positiveInt, runBench, startWatchdog } from './bench-support';
 
 const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 50);
@@ -37,7 +39,7 @@ const POOL_SIZE = process.env.BENCH_POOL_SIZE ? positiveInt('BENCH_POOL_SIZE', 1
 const ADAPTERS = (process.env.BENCH_ADAPTERS ?? 'express,fastify').split(',').map((s) => s.trim()) as AdapterName[];
 const KEEP = process.env.BENCH_KEEP === '1';
 /** BENCH_CASES=b,e runs only those (and the baseline (a)), e.g. while profiling. */
-/** BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each bench server there (open it in Chrome DevTools). */
+/** BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each measured run there. */
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined;
 const ONLY = (process.env.BENCH_CASES ?? '').split(',').map((s) => s.trim()).filter(Boolean);
 const DUP_GROUP = 20;
@@ -296,7 +298,7 @@ async function check(spec: CaseSpec, r: autocannon.Result, handler: HandlerStats
 
 function startServer(config: BenchServerConfig): Promise<{ child: ChildProcess; ports: Record<string, number> }> {
   const child = fork(path.join(__dirname, 'http-bench.server.ts'), [], {
-    execArgv: ['-r', 'ts-node/register/transpile-only', ...(CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`] : [])],
+    execArgv: ['-r', 'ts-node/register/transpile-only'],
     env: { ...process.env, BENCH_SERVER_CONFIG: JSON.stringify(config) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -312,9 +314,34 @@ function startServer(config: BenchServerConfig): Promise<{ child: ChildProcess; 
     child.once('message', (msg: BenchServerMessage) => {
       clearTimeout(timer);
       if (msg.type === 'ready') resolve({ child, ports: msg.ports });
-      else reject(new Error(`the ${config.adapter} bench server failed to start:\n${msg.error}`));
+      else reject(new Error(`the ${config.adapter} bench server failed to start:\n${msg.type === 'failed' ? msg.error : msg.type}`));
     });
   });
+}
+
+/** Sends `command` to a bench server and waits for its answer of type `reply`. */
+function ask(child: ChildProcess, command: BenchServerCommand, reply: BenchServerMessage['type']): Promise<void> {
+  return new Promise((resolve) => {
+    const onMessage = (msg: BenchServerMessage) => {
+      if (msg.type !== reply) return;
+      child.off('message', onMessage);
+      resolve();
+    };
+    child.on('message', onMessage);
+    child.send(command);
+  });
+}
+
+/** Runs `measure` under a CPU profile of the server when BENCH_CPU_PROF is set. */
+async function profiled<T>(child: ChildProcess, name: string, measure: () => Promise<T>): Promise<T> {
+  if (!CPU_PROF_DIR) return measure();
+  mkdirSync(CPU_PROF_DIR, { recursive: true });
+  await ask(child, { type: 'profile', file: path.join(CPU_PROF_DIR, `${name}.cpuprofile`) }, 'profiling');
+  try {
+    return await measure();
+  } finally {
+    await ask(child, { type: 'profiled' }, 'profile-written');
+  }
 }
 
 function stopServer(child: ChildProcess): Promise<void> {
@@ -384,7 +411,7 @@ async function benchAdapter(adapter: AdapterName, schemas: Record<'redis' | 'pg'
       await settle(); // requests cut off at the end of the warm-up must not be counted in the measured run
       await stats(port, true);
       const redisBefore = await redisCommands(redis);
-      const result = await load(port, spec, 'm', DURATION_S);
+      const result = await profiled(servers.get(spec.app)!, `${adapter}-${spec.id}`, () => load(port, spec, 'm', DURATION_S));
       await settle();
       const handler = (await stats(port))!;
       const redisCalls = (await redisCommands(redis)) - redisBefore;

@@ -114,7 +114,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const settings = route.http;
     let fingerprint: string;
     try {
-      fingerprint = await this.fingerprintOf(request, settings);
+      const computed = this.fingerprintOf(request, settings);
+      fingerprint = typeof computed === 'string' ? computed : await computed; // usually synchronous: no await then
     } catch (err) {
       if (!(err instanceof BodyNotFingerprintableError)) throw err;
       // Not parsed yet: claim when the handler starts, after the route's own interceptors have read the body.

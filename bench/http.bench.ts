@@ -14,6 +14,8 @@
 //   (h) floor of (d): the route runs one prepared indexed SELECT of the record (pg pool of the module's size)
 //   (i) a route without the interceptor whose handler inserts one row; (j) first-time keys on the same insert;
 //   (k) first-time keys on the same insert with transaction: true (the row commits with the stored response)
+//   (l) the bare app's route behind a no-op interceptor: what Nest charges for any interceptor (the floor of (a), (m))
+//   (m) pass-through: requests without an Idempotency-Key on the guarded route of this library's app
 //
 // Settings (environment): BENCH_CONNECTIONS (50), BENCH_DURATION seconds (5), BENCH_WARMUP seconds (1),
 // BENCH_ADAPTERS ("express,fastify"), BENCH_CASES (all; e.g. "b,e"), BENCH_POOL_SIZE (unset: the module's default),
@@ -55,7 +57,7 @@ const DEFAULT_POOL_SIZE = 20;
 const BODY = JSON.stringify({ amount: 42, currency: 'EUR' });
 const RUN = randomBytes(4).toString('hex');
 
-type CaseId = '0' | 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i' | 'j' | 'k';
+type CaseId = '0' | 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i' | 'j' | 'k' | 'l' | 'm';
 /** One process each: this library with Redis, with `redis: false`, the bare app, the peer, the floor. */
 type AppName = 'redis' | 'pg' | 'bare' | 'peer' | 'floor';
 type Phase = 'w' | 'm';
@@ -65,8 +67,8 @@ interface CaseSpec {
   label: string;
   app: AppName;
   path: string;
-  /** A key generator for one phase (warm-up or measured run). */
-  keys(phase: Phase): () => string;
+  /** A key generator for one phase (warm-up or measured run); undefined: requests without a key. */
+  keys(phase: Phase): () => string | undefined;
   /** Key prefix of the measured run, for the checks against Postgres. */
   measuredPrefix: string;
   prepare?(port: number): Promise<string[]>;
@@ -141,9 +143,17 @@ const CASES: CaseSpec[] = [
     id: 'k', label: '(k) first-time keys, insert, transaction: true', app: 'redis', path: '/orders-tx',
     keys: (phase) => counterKeys(`tx-${RUN}-${phase}-`, 1), measuredPrefix: `tx-${RUN}-m-`,
   },
+  {
+    id: 'l', label: '(l) bare app, route behind a no-op interceptor', app: 'bare', path: '/noop-interceptor',
+    keys: () => () => `noop-${RUN}`, measuredPrefix: `noop-${RUN}`,
+  },
+  {
+    id: 'm', label: '(m) pass-through: guarded route, no key', app: 'redis', path: '/orders',
+    keys: () => () => undefined, measuredPrefix: `none-${RUN}`,
+  },
 ];
 /** Measured in this order (writes last, so Postgres background work after (b) does not disturb the replays). */
-const RUN_ORDER: CaseId[] = (['0', 'a', 'c', 'g', 'd', 'h', 'b', 'f', 'e', 'i', 'j', 'k'] as CaseId[]).filter((id) => id === '0' || ONLY.length === 0 || ONLY.includes(id));
+const RUN_ORDER: CaseId[] = (['0', 'l', 'a', 'm', 'c', 'g', 'd', 'h', 'b', 'f', 'e', 'i', 'j', 'k'] as CaseId[]).filter((id) => id === '0' || ONLY.length === 0 || ONLY.includes(id));
 /** What (h) reads must exist: (d) prepares it, so (h) brings (d) along. */
 if (RUN_ORDER.includes('h') && !RUN_ORDER.includes('d')) RUN_ORDER.splice(RUN_ORDER.indexOf('h'), 0, 'd');
 
@@ -213,7 +223,10 @@ async function load(port: number, spec: CaseSpec, phase: Phase, duration: number
       path: spec.path,
       headers: { 'content-type': 'application/json' },
       body: BODY,
-      setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': nextKey() } }),
+      setupRequest: (request) => {
+        const key = nextKey();
+        return key === undefined ? request : { ...request, headers: { ...request.headers, 'idempotency-key': key } };
+      },
     }],
   });
 }
@@ -256,6 +269,8 @@ async function check(spec: CaseSpec, r: autocannon.Result, handler: HandlerStats
     case '0':
     case 'a':
     case 'i':
+    case 'l':
+    case 'm':
       if (ok !== total) w.push(`${total - ok} responses other than 201`);
       break;
     case 'f':

@@ -19,8 +19,9 @@
 //
 // Settings (environment): BENCH_CONNECTIONS (50), BENCH_DURATION seconds (5), BENCH_WARMUP seconds (1),
 // BENCH_ADAPTERS ("express,fastify"), BENCH_CASES (all; e.g. "b,e"), BENCH_POOL_SIZE (unset: the module's default),
-// BENCH_KEEP=1 keeps the schemas and Redis keys, BENCH_CPU_PROF=<dir> profiles each measured run
-// (<dir>/<adapter>-<case>.cpuprofile, without start-up and warm-up; open it in Chrome DevTools).
+// BENCH_ROUNDS (1) repeats the read-only cases and reports medians, BENCH_KEEP=1 keeps the schemas and Redis keys,
+// BENCH_CPU_PROF=<dir> profiles each measured run (<dir>/<adapter>-<case>.cpuprofile, without start-up and
+// warm-up; open it in Chrome DevTools).
 import autocannon from 'autocannon';
 import { fork, ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -40,6 +41,8 @@ const WARMUP_S = positiveInt('BENCH_WARMUP', 1);
 const POOL_SIZE = process.env.BENCH_POOL_SIZE ? positiveInt('BENCH_POOL_SIZE', 10) : undefined;
 const ADAPTERS = (process.env.BENCH_ADAPTERS ?? 'express,fastify').split(',').map((s) => s.trim()) as AdapterName[];
 const KEEP = process.env.BENCH_KEEP === '1';
+/** BENCH_ROUNDS=3 measures the read-only cases three times, interleaved, and reports each one's median (steadier on a loaded machine). */
+const ROUNDS = positiveInt('BENCH_ROUNDS', 1);
 /** BENCH_CASES=b,e runs only those (and the baseline (a)), e.g. while profiling. */
 /** BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each measured run there. */
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined;
@@ -156,6 +159,24 @@ const CASES: CaseSpec[] = [
 const RUN_ORDER: CaseId[] = (['0', 'l', 'a', 'm', 'c', 'g', 'd', 'h', 'b', 'f', 'e', 'i', 'j', 'k'] as CaseId[]).filter((id) => id === '0' || ONLY.length === 0 || ONLY.includes(id));
 /** What (h) reads must exist: (d) prepares it, so (h) brings (d) along. */
 if (RUN_ORDER.includes('h') && !RUN_ORDER.includes('d')) RUN_ORDER.splice(RUN_ORDER.indexOf('h'), 0, 'd');
+
+/** Cases that can be measured again in later rounds (BENCH_ROUNDS): their keys are the same in every round. */
+const REPEATABLE = new Set<CaseId>(['0', 'a', 'c', 'd', 'g', 'h', 'l', 'm']);
+
+/**
+ * One case's rounds as one result: the round of median req/s, with the median server CPU per request of all
+ * rounds (each is measured in its own run) and every round's warnings.
+ */
+function median(runs: CaseResult[]): CaseResult {
+  const mid = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor((values.length - 1) / 2)];
+  const byRps = [...runs].sort((x, y) => x.rps - y.rps)[Math.floor((runs.length - 1) / 2)];
+  const cpuPerRequest = mid(runs.map((r) => r.handler.cpuMicros / Math.max(r.result.requests.total, 1)));
+  return {
+    ...byRps,
+    handler: { ...byRps.handler, cpuMicros: cpuPerRequest * byRps.result.requests.total },
+    warnings: runs.flatMap((r) => r.warnings),
+  };
+}
 
 /** Keys `<prefix><n>` with n counting requests, `group` consecutive requests sharing one key. */
 function counterKeys(prefix: string, group: number): () => string {
@@ -414,27 +435,31 @@ async function benchAdapter(adapter: AdapterName, schemas: Record<'redis' | 'pg'
       servers.set(name, child);
       ports[name] = started[name];
     }
-    const results: CaseResult[] = [];
+    const rounds = new Map<CaseId, CaseResult[]>();
     const warmed = new Set<AppName>();
-    for (const id of RUN_ORDER) {
-      const spec = CASES.find((c) => c.id === id)!;
-      const port = ports[spec.app];
-      const warnings = spec.prepare ? await spec.prepare(port) : [];
-      // The first case of each process also warms it up (JIT), so it gets two more seconds.
-      await load(port, spec, 'w', warmed.has(spec.app) ? WARMUP_S : WARMUP_S + 2);
-      warmed.add(spec.app);
-      await settle(); // requests cut off at the end of the warm-up must not be counted in the measured run
-      await stats(port, true);
-      const redisBefore = await redisCommands(redis);
-      const result = await profiled(servers.get(spec.app)!, `${adapter}-${spec.id}`, () => load(port, spec, 'm', DURATION_S));
-      await settle();
-      const handler = (await stats(port))!;
-      const redisCalls = (await redisCommands(redis)) - redisBefore;
-      warnings.push(...(await check(spec, result, handler, db, spec.app === 'pg' ? schemas.pg : schemas.redis)));
-      const rps = result.requests.total / result.duration;
-      results.push({ spec, result, rps, handler, redisCalls, warnings });
-      process.stderr.write(`[bench] ${adapter} ${spec.label}: ${fmt.int(rps)} req/s\n`);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const id of RUN_ORDER) {
+        if (round > 0 && !REPEATABLE.has(id)) continue;
+        const spec = CASES.find((c) => c.id === id)!;
+        const port = ports[spec.app];
+        const warnings = spec.prepare && round === 0 ? await spec.prepare(port) : [];
+        // The first case of each process also warms it up (JIT), so it gets two more seconds.
+        await load(port, spec, 'w', warmed.has(spec.app) ? WARMUP_S : WARMUP_S + 2);
+        warmed.add(spec.app);
+        await settle(); // requests cut off at the end of the warm-up must not be counted in the measured run
+        await stats(port, true);
+        const redisBefore = await redisCommands(redis);
+        const result = await profiled(servers.get(spec.app)!, `${adapter}-${spec.id}${round > 0 ? `-${round + 1}` : ''}`, () => load(port, spec, 'm', DURATION_S));
+        await settle();
+        const handler = (await stats(port))!;
+        const redisCalls = (await redisCommands(redis)) - redisBefore;
+        warnings.push(...(await check(spec, result, handler, db, spec.app === 'pg' ? schemas.pg : schemas.redis)));
+        const rps = result.requests.total / result.duration;
+        rounds.set(id, [...(rounds.get(id) ?? []), { spec, result, rps, handler, redisCalls, warnings }]);
+        process.stderr.write(`[bench] ${adapter} ${spec.label}${ROUNDS > 1 ? ` (round ${round + 1})` : ''}: ${fmt.int(rps)} req/s, ${fmt.int(handler.cpuMicros / Math.max(result.requests.total, 1))} µs CPU/req\n`);
+      }
     }
+    const results = [...rounds.values()].map(median);
     // The baseline once more, to show how much the machine drifted during the run.
     const spec = CASES.find((c) => c.id === '0')!;
     const again = await load(ports[spec.app], spec, 'm', DURATION_S);

@@ -4,8 +4,10 @@
 // adapter (the fastest peer), and the floor of a Postgres-only replay: one prepared indexed SELECT per request.
 import 'reflect-metadata';
 import {
-  Body, Controller, Get, Headers, HttpCode, INestApplication, Injectable, Module, OnApplicationBootstrap, OnApplicationShutdown, Post, Type,
+  Body, CallHandler, Controller, ExecutionContext, Get, Headers, HttpCode, INestApplication, Injectable, Module, NestInterceptor, OnApplicationBootstrap,
+  OnApplicationShutdown, Post, Type, UseInterceptors,
 } from '@nestjs/common';
+import type { Observable } from 'rxjs';
 import { ModuleRef, NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { AddressInfo } from 'node:net';
@@ -114,6 +116,13 @@ class RouteWork {
   close?: () => Promise<void>;
 }
 
+/** An interceptor that does nothing: what Nest itself charges for running a route through any interceptor. */
+class NoopInterceptor implements NestInterceptor {
+  intercept(_context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    return next.handle();
+  }
+}
+
 /** The controller of every bench app; `decorate` is applied to the measured route (a peer's own decorator). */
 function benchController(decorate?: MethodDecorator): Type<unknown> {
   @Controller()
@@ -124,6 +133,15 @@ function benchController(decorate?: MethodDecorator): Type<unknown> {
     @Post('orders')
     create(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
       if (this.work.run) return this.work.run(key).then(() => respond(body));
+      this.stats.record(key);
+      return respond(body);
+    }
+
+    /** The same handler behind a no-op interceptor: the cost of Nest's interceptor chain, without any library. */
+    @Post('noop-interceptor')
+    @SkipIdempotency()
+    @UseInterceptors(NoopInterceptor)
+    noopInterceptor(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
       this.stats.record(key);
       return respond(body);
     }

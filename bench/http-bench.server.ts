@@ -2,7 +2,12 @@
 // (autocannon, in the parent) and the server under test each have their own event loop; the parent starts
 // one such process per library, so that no two libraries share a process.
 // Protocol over IPC: parent -> { apps, adapter } in BENCH_SERVER_CONFIG; child -> { type: 'ready', ports }
-// or { type: 'failed', error }; parent -> 'close'; the child closes its apps and exits.
+// or { type: 'failed', error }; parent -> 'close'; the child closes its apps and exits. With BENCH_CPU_PROF the
+// parent brackets each measured run with { type: 'profile', file } and { type: 'profiled' }: the child profiles
+// exactly that run (no start-up, no warm-up), answering { type: 'profiling' } once started and
+// { type: 'profile-written' } once the file is on disk.
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
 import { startBenchApp, AdapterName, BenchApp, BenchAppSpec } from './http-bench.app';
 
 export interface BenchServerConfig {
@@ -12,7 +17,39 @@ export interface BenchServerConfig {
 
 export type BenchServerMessage =
   | { type: 'ready'; ports: Record<string, number> }
-  | { type: 'failed'; error: string };
+  | { type: 'failed'; error: string }
+  | { type: 'profiling' }
+  | { type: 'profile-written' };
+
+/** Parent -> child, besides 'close': start a CPU profile to be written to `file`, or stop and write it. */
+export type BenchServerCommand = { type: 'profile'; file: string } | { type: 'profiled' };
+
+function post(session: Session, method: string): Promise<unknown> {
+  return new Promise((resolve, reject) => session.post(method, (err, result) => (err ? reject(err) : resolve(result))));
+}
+
+/** The V8 profiler of this process, started and stopped around one measured run. */
+class RunProfiler {
+  private session?: Session;
+  private file = '';
+
+  async start(file: string): Promise<void> {
+    this.session = new Session();
+    this.session.connect();
+    this.file = file;
+    await post(this.session, 'Profiler.enable');
+    await post(this.session, 'Profiler.start');
+  }
+
+  async stop(): Promise<void> {
+    const session = this.session;
+    if (!session) return;
+    this.session = undefined;
+    const { profile } = (await post(session, 'Profiler.stop')) as { profile: unknown };
+    writeFileSync(this.file, JSON.stringify(profile));
+    session.disconnect();
+  }
+}
 
 function send(message: BenchServerMessage): void {
   process.send?.(message);
@@ -31,8 +68,11 @@ async function main(): Promise<void> {
     await Promise.allSettled(started.map((s) => s.app.close()));
     process.exit(0);
   };
-  process.on('message', (msg) => {
+  const profiler = new RunProfiler();
+  process.on('message', (msg: 'close' | BenchServerCommand) => {
     if (msg === 'close') void close();
+    else if (msg.type === 'profile') void profiler.start(msg.file).then(() => send({ type: 'profiling' }));
+    else if (msg.type === 'profiled') void profiler.stop().then(() => send({ type: 'profile-written' }));
   });
   process.on('disconnect', () => void close());
 

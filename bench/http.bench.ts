@@ -14,20 +14,25 @@
 //   (h) floor of (d): the route runs one prepared indexed SELECT of the record (pg pool of the module's size)
 //   (i) a route without the interceptor whose handler inserts one row; (j) first-time keys on the same insert;
 //   (k) first-time keys on the same insert with transaction: true (the row commits with the stored response)
+//   (l) the bare app's route behind a no-op interceptor: what Nest charges for any interceptor (the floor of (a), (m))
+//   (m) pass-through: requests without an Idempotency-Key on the guarded route of this library's app
 //
 // Settings (environment): BENCH_CONNECTIONS (50), BENCH_DURATION seconds (5), BENCH_WARMUP seconds (1),
 // BENCH_ADAPTERS ("express,fastify"), BENCH_CASES (all; e.g. "b,e"), BENCH_POOL_SIZE (unset: the module's default),
-// BENCH_KEEP=1 keeps the schemas and Redis keys, BENCH_CPU_PROF=<dir> profiles the servers.
+// BENCH_ROUNDS (1) repeats the read-only cases and reports medians, BENCH_KEEP=1 keeps the schemas and Redis keys,
+// BENCH_CPU_PROF=<dir> profiles each measured run (<dir>/<adapter>-<case>.cpuprofile, without start-up and
+// warm-up; open it in Chrome DevTools).
 import autocannon from 'autocannon';
 import { fork, ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Redis from 'ioredis';
 import { Client } from 'pg';
 import type { IdempotencyModuleOptions } from '../lib';
 import type { AdapterName, BenchAppSpec, HandlerStatsSnapshot } from './http-bench.app';
-import type { BenchServerConfig, BenchServerMessage } from './http-bench.server';
+import type { BenchServerCommand, BenchServerConfig, BenchServerMessage } from './http-bench.server';
 import { connectBench, deleteRedisKeys, env, positiveInt, runBench, startWatchdog } from './bench-support';
 
 const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 50);
@@ -36,8 +41,10 @@ const WARMUP_S = positiveInt('BENCH_WARMUP', 1);
 const POOL_SIZE = process.env.BENCH_POOL_SIZE ? positiveInt('BENCH_POOL_SIZE', 10) : undefined;
 const ADAPTERS = (process.env.BENCH_ADAPTERS ?? 'express,fastify').split(',').map((s) => s.trim()) as AdapterName[];
 const KEEP = process.env.BENCH_KEEP === '1';
+/** BENCH_ROUNDS=3 measures the read-only cases three times, interleaved, and reports each one's median (steadier on a loaded machine). */
+const ROUNDS = positiveInt('BENCH_ROUNDS', 1);
 /** BENCH_CASES=b,e runs only those (and the baseline (a)), e.g. while profiling. */
-/** BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each bench server there (open it in Chrome DevTools). */
+/** BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each measured run there. */
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined;
 const ONLY = (process.env.BENCH_CASES ?? '').split(',').map((s) => s.trim()).filter(Boolean);
 const DUP_GROUP = 20;
@@ -53,7 +60,7 @@ const DEFAULT_POOL_SIZE = 20;
 const BODY = JSON.stringify({ amount: 42, currency: 'EUR' });
 const RUN = randomBytes(4).toString('hex');
 
-type CaseId = '0' | 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i' | 'j' | 'k';
+type CaseId = '0' | 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i' | 'j' | 'k' | 'l' | 'm';
 /** One process each: this library with Redis, with `redis: false`, the bare app, the peer, the floor. */
 type AppName = 'redis' | 'pg' | 'bare' | 'peer' | 'floor';
 type Phase = 'w' | 'm';
@@ -63,8 +70,8 @@ interface CaseSpec {
   label: string;
   app: AppName;
   path: string;
-  /** A key generator for one phase (warm-up or measured run). */
-  keys(phase: Phase): () => string;
+  /** A key generator for one phase (warm-up or measured run); undefined: requests without a key. */
+  keys(phase: Phase): () => string | undefined;
   /** Key prefix of the measured run, for the checks against Postgres. */
   measuredPrefix: string;
   prepare?(port: number): Promise<string[]>;
@@ -139,11 +146,37 @@ const CASES: CaseSpec[] = [
     id: 'k', label: '(k) first-time keys, insert, transaction: true', app: 'redis', path: '/orders-tx',
     keys: (phase) => counterKeys(`tx-${RUN}-${phase}-`, 1), measuredPrefix: `tx-${RUN}-m-`,
   },
+  {
+    id: 'l', label: '(l) bare app, route behind a no-op interceptor', app: 'bare', path: '/noop-interceptor',
+    keys: () => () => `noop-${RUN}`, measuredPrefix: `noop-${RUN}`,
+  },
+  {
+    id: 'm', label: '(m) pass-through: guarded route, no key', app: 'redis', path: '/orders',
+    keys: () => () => undefined, measuredPrefix: `none-${RUN}`,
+  },
 ];
 /** Measured in this order (writes last, so Postgres background work after (b) does not disturb the replays). */
-const RUN_ORDER: CaseId[] = (['0', 'a', 'c', 'g', 'd', 'h', 'b', 'f', 'e', 'i', 'j', 'k'] as CaseId[]).filter((id) => id === '0' || ONLY.length === 0 || ONLY.includes(id));
+const RUN_ORDER: CaseId[] = (['0', 'l', 'a', 'm', 'c', 'g', 'd', 'h', 'b', 'f', 'e', 'i', 'j', 'k'] as CaseId[]).filter((id) => id === '0' || ONLY.length === 0 || ONLY.includes(id));
 /** What (h) reads must exist: (d) prepares it, so (h) brings (d) along. */
 if (RUN_ORDER.includes('h') && !RUN_ORDER.includes('d')) RUN_ORDER.splice(RUN_ORDER.indexOf('h'), 0, 'd');
+
+/** Cases that can be measured again in later rounds (BENCH_ROUNDS): their keys are the same in every round. */
+const REPEATABLE = new Set<CaseId>(['0', 'a', 'c', 'd', 'g', 'h', 'l', 'm']);
+
+/**
+ * One case's rounds as one result: the round of median req/s, with the median server CPU per request of all
+ * rounds (each is measured in its own run) and every round's warnings.
+ */
+function median(runs: CaseResult[]): CaseResult {
+  const mid = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor((values.length - 1) / 2)];
+  const byRps = [...runs].sort((x, y) => x.rps - y.rps)[Math.floor((runs.length - 1) / 2)];
+  const cpuPerRequest = mid(runs.map((r) => r.handler.cpuMicros / Math.max(r.result.requests.total, 1)));
+  return {
+    ...byRps,
+    handler: { ...byRps.handler, cpuMicros: cpuPerRequest * byRps.result.requests.total },
+    warnings: runs.flatMap((r) => r.warnings),
+  };
+}
 
 /** Keys `<prefix><n>` with n counting requests, `group` consecutive requests sharing one key. */
 function counterKeys(prefix: string, group: number): () => string {
@@ -211,7 +244,10 @@ async function load(port: number, spec: CaseSpec, phase: Phase, duration: number
       path: spec.path,
       headers: { 'content-type': 'application/json' },
       body: BODY,
-      setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': nextKey() } }),
+      setupRequest: (request) => {
+        const key = nextKey();
+        return key === undefined ? request : { ...request, headers: { ...request.headers, 'idempotency-key': key } };
+      },
     }],
   });
 }
@@ -254,6 +290,8 @@ async function check(spec: CaseSpec, r: autocannon.Result, handler: HandlerStats
     case '0':
     case 'a':
     case 'i':
+    case 'l':
+    case 'm':
       if (ok !== total) w.push(`${total - ok} responses other than 201`);
       break;
     case 'f':
@@ -296,7 +334,7 @@ async function check(spec: CaseSpec, r: autocannon.Result, handler: HandlerStats
 
 function startServer(config: BenchServerConfig): Promise<{ child: ChildProcess; ports: Record<string, number> }> {
   const child = fork(path.join(__dirname, 'http-bench.server.ts'), [], {
-    execArgv: ['-r', 'ts-node/register/transpile-only', ...(CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`] : [])],
+    execArgv: ['-r', 'ts-node/register/transpile-only'],
     env: { ...process.env, BENCH_SERVER_CONFIG: JSON.stringify(config) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -312,9 +350,34 @@ function startServer(config: BenchServerConfig): Promise<{ child: ChildProcess; 
     child.once('message', (msg: BenchServerMessage) => {
       clearTimeout(timer);
       if (msg.type === 'ready') resolve({ child, ports: msg.ports });
-      else reject(new Error(`the ${config.adapter} bench server failed to start:\n${msg.error}`));
+      else reject(new Error(`the ${config.adapter} bench server failed to start:\n${msg.type === 'failed' ? msg.error : msg.type}`));
     });
   });
+}
+
+/** Sends `command` to a bench server and waits for its answer of type `reply`. */
+function ask(child: ChildProcess, command: BenchServerCommand, reply: BenchServerMessage['type']): Promise<void> {
+  return new Promise((resolve) => {
+    const onMessage = (msg: BenchServerMessage) => {
+      if (msg.type !== reply) return;
+      child.off('message', onMessage);
+      resolve();
+    };
+    child.on('message', onMessage);
+    child.send(command);
+  });
+}
+
+/** Runs `measure` under a CPU profile of the server when BENCH_CPU_PROF is set. */
+async function profiled<T>(child: ChildProcess, name: string, measure: () => Promise<T>): Promise<T> {
+  if (!CPU_PROF_DIR) return measure();
+  mkdirSync(CPU_PROF_DIR, { recursive: true });
+  await ask(child, { type: 'profile', file: path.join(CPU_PROF_DIR, `${name}.cpuprofile`) }, 'profiling');
+  try {
+    return await measure();
+  } finally {
+    await ask(child, { type: 'profiled' }, 'profile-written');
+  }
 }
 
 function stopServer(child: ChildProcess): Promise<void> {
@@ -372,27 +435,31 @@ async function benchAdapter(adapter: AdapterName, schemas: Record<'redis' | 'pg'
       servers.set(name, child);
       ports[name] = started[name];
     }
-    const results: CaseResult[] = [];
+    const rounds = new Map<CaseId, CaseResult[]>();
     const warmed = new Set<AppName>();
-    for (const id of RUN_ORDER) {
-      const spec = CASES.find((c) => c.id === id)!;
-      const port = ports[spec.app];
-      const warnings = spec.prepare ? await spec.prepare(port) : [];
-      // The first case of each process also warms it up (JIT), so it gets two more seconds.
-      await load(port, spec, 'w', warmed.has(spec.app) ? WARMUP_S : WARMUP_S + 2);
-      warmed.add(spec.app);
-      await settle(); // requests cut off at the end of the warm-up must not be counted in the measured run
-      await stats(port, true);
-      const redisBefore = await redisCommands(redis);
-      const result = await load(port, spec, 'm', DURATION_S);
-      await settle();
-      const handler = (await stats(port))!;
-      const redisCalls = (await redisCommands(redis)) - redisBefore;
-      warnings.push(...(await check(spec, result, handler, db, spec.app === 'pg' ? schemas.pg : schemas.redis)));
-      const rps = result.requests.total / result.duration;
-      results.push({ spec, result, rps, handler, redisCalls, warnings });
-      process.stderr.write(`[bench] ${adapter} ${spec.label}: ${fmt.int(rps)} req/s\n`);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const id of RUN_ORDER) {
+        if (round > 0 && !REPEATABLE.has(id)) continue;
+        const spec = CASES.find((c) => c.id === id)!;
+        const port = ports[spec.app];
+        const warnings = spec.prepare && round === 0 ? await spec.prepare(port) : [];
+        // The first case of each process also warms it up (JIT), so it gets two more seconds.
+        await load(port, spec, 'w', warmed.has(spec.app) ? WARMUP_S : WARMUP_S + 2);
+        warmed.add(spec.app);
+        await settle(); // requests cut off at the end of the warm-up must not be counted in the measured run
+        await stats(port, true);
+        const redisBefore = await redisCommands(redis);
+        const result = await profiled(servers.get(spec.app)!, `${adapter}-${spec.id}${round > 0 ? `-${round + 1}` : ''}`, () => load(port, spec, 'm', DURATION_S));
+        await settle();
+        const handler = (await stats(port))!;
+        const redisCalls = (await redisCommands(redis)) - redisBefore;
+        warnings.push(...(await check(spec, result, handler, db, spec.app === 'pg' ? schemas.pg : schemas.redis)));
+        const rps = result.requests.total / result.duration;
+        rounds.set(id, [...(rounds.get(id) ?? []), { spec, result, rps, handler, redisCalls, warnings }]);
+        process.stderr.write(`[bench] ${adapter} ${spec.label}${ROUNDS > 1 ? ` (round ${round + 1})` : ''}: ${fmt.int(rps)} req/s, ${fmt.int(handler.cpuMicros / Math.max(result.requests.total, 1))} µs CPU/req\n`);
+      }
     }
+    const results = [...rounds.values()].map(median);
     // The baseline once more, to show how much the machine drifted during the run.
     const spec = CASES.find((c) => c.id === '0')!;
     const again = await load(ports[spec.app], spec, 'm', DURATION_S);

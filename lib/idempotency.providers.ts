@@ -1,4 +1,4 @@
-import { CallHandler, Logger, NestInterceptor, Provider } from '@nestjs/common';
+import { Logger, NestInterceptor, Provider } from '@nestjs/common';
 import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
 import { IdempotencyService } from './core/idempotency.service';
 import { IdempotentMethodExplorer } from './guard/idempotent-method.explorer';
@@ -29,9 +29,6 @@ import { outboxProviders } from './outbox/outbox.providers';
 import { IdempotencyObserver } from './observability/idempotency-observer';
 import { observabilityProviders } from './observability/observability.providers';
 import { observeIdempotencyCache, observeIdempotencyStore } from './observability/observed-stores';
-
-/** The app-wide interceptor slot when `http.global` is false. */
-const PASS_THROUGH: NestInterceptor = { intercept: (_context, next: CallHandler) => next.handle() };
 
 /** The module's providers: options, connections, the default Postgres store and Redis cache, the engine and the interceptor. */
 export const idempotencyProviders: Provider[] = [
@@ -81,9 +78,11 @@ export const idempotencyProviders: Provider[] = [
   ScopeWarning,
   IdempotencyInterceptor,
   {
-    // With `http.global: false` the app applies the interceptor itself; the app-wide slot then lets everything through.
+    // With `http.global: false` the app applies the interceptor itself, and with `http.enabled: false` nothing acts:
+    // the app-wide slot is then left empty (Nest skips a null enhancer), so routes pay for no interceptor at all.
     provide: APP_INTERCEPTOR,
-    useFactory: (options: ResolvedOptions, interceptor: IdempotencyInterceptor): NestInterceptor => (options.http.global ? interceptor : PASS_THROUGH),
+    useFactory: (options: ResolvedOptions, interceptor: IdempotencyInterceptor): NestInterceptor | null =>
+      (options.http.global && options.http.enabled ? interceptor : null),
     inject: [RESOLVED_IDEMPOTENCY_OPTIONS, IdempotencyInterceptor],
   },
   { provide: APP_FILTER, useClass: IdempotencyProblemFilter },

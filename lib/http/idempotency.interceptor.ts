@@ -37,6 +37,11 @@ function appliedTo(request: IdempotencyRequest): boolean {
   return (request as { [APPLIED]?: true })[APPLIED] === true;
 }
 
+/** Whether the interceptor acts on this method (`methods` holds upper-case names; Node gives them so). */
+function actsOn(methods: ReadonlySet<string>, method: string): boolean {
+  return methods.has(method) || methods.has(method.toUpperCase());
+}
+
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
@@ -72,19 +77,21 @@ export class IdempotencyInterceptor implements NestInterceptor {
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    // Runs on every request of every route: what lets a request through is checked first, without allocating.
     if (context.getType() !== 'http' || !this.options.http.enabled) return next.handle();
     const route = this.settingsFor(context);
     if (!route) return next.handle();
-    const request = context.switchToHttp().getRequest<IdempotencyRequest>();
-    const response = context.switchToHttp().getResponse<ResponseLike>();
-    if (appliedTo(request)) return next.handle(); // applied twice (app-wide and on the route): the outer one decides
-    if (!route.optedIn && !route.http.methods.has(request.method.toUpperCase())) return next.handle();
-
+    // getArgByIndex, not switchToHttp(): that one assigns three new closures to the context on each call.
+    const request = context.getArgByIndex<IdempotencyRequest>(0);
+    if (!route.optedIn && !actsOn(route.http.methods, request.method)) return next.handle();
     const raw = request.headers[route.http.header];
     if (raw === undefined) {
       if (!route.http.required) return next.handle();
-      throw this.problem(response, new IdempotencyProblemException('missing-key', `this endpoint requires the ${route.http.header} header`));
+      if (appliedTo(request)) return next.handle();
+      throw this.problem(context.getArgByIndex<ResponseLike>(1), new IdempotencyProblemException('missing-key', `this endpoint requires the ${route.http.header} header`));
     }
+    if (appliedTo(request)) return next.handle(); // applied twice (app-wide and on the route): the outer one decides
+    const response = context.getArgByIndex<ResponseLike>(1);
     const parsed = parseIdempotencyKey(raw);
     if ('error' in parsed) throw this.problem(response, new IdempotencyProblemException('invalid-key', parsed.error));
     (request as { [APPLIED]?: true })[APPLIED] = true;
@@ -113,7 +120,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const settings = route.http;
     let fingerprint: string;
     try {
-      fingerprint = await this.fingerprintOf(request, settings);
+      const computed = this.fingerprintOf(request, settings);
+      fingerprint = typeof computed === 'string' ? computed : await computed; // usually synchronous: no await then
     } catch (err) {
       if (!(err instanceof BodyNotFingerprintableError)) throw err;
       // Not parsed yet: claim when the handler starts, after the route's own interceptors have read the body.

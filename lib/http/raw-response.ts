@@ -32,22 +32,28 @@ export function rawResponse(response: unknown): ServerResponse {
 /**
  * Replaces `writeHead`, `write` and `end` on this one response object (own properties, so nothing else is
  * affected) and returns the methods that were there, bound to nothing: call them with `.apply(raw, args)`.
+ * `restore()` deletes the patches in the reverse order they were added, which V8 undoes cheaply (the object
+ * keeps its fast shape), and puts back own methods another library had patched in before.
  */
 export function patchResponse(raw: ServerResponse, methods: WireMethods): PatchedResponse {
   const target = raw as unknown as Record<string, unknown>;
-  const saved = PATCHED.map((name) => [name, Object.getOwnPropertyDescriptor(raw, name)] as const);
+  const own = PATCHED.some((name) => Object.prototype.hasOwnProperty.call(raw, name));
+  const saved = own ? PATCHED.map((name) => Object.getOwnPropertyDescriptor(raw, name)) : undefined;
   const original = {
     writeHead: target.writeHead as Method,
     write: target.write as Method,
     end: target.end as Method,
     restore: () => {
-      for (const [name, descriptor] of saved) {
-        if (descriptor) Object.defineProperty(raw, name, descriptor);
-        else delete target[name];
+      for (let i = PATCHED.length - 1; i >= 0; i--) {
+        const descriptor = saved?.[i];
+        if (descriptor) Object.defineProperty(raw, PATCHED[i], descriptor);
+        else delete target[PATCHED[i]];
       }
     },
   };
-  for (const name of PATCHED) target[name] = methods[name];
+  target.writeHead = methods.writeHead;
+  target.write = methods.write;
+  target.end = methods.end;
   return original;
 }
 
@@ -59,17 +65,25 @@ export function copyHead(args: unknown[]): unknown[] {
 /** The headers a response goes out with: those set on it, overridden by those given to `writeHead`. */
 export function outgoingHeaders(raw: ServerResponse, head: unknown[] | undefined): OutgoingHttpHeaders {
   const headers: OutgoingHttpHeaders = { ...raw.getHeaders() };
+  forEachHeadHeader(head, (name, value) => {
+    headers[name] = value;
+  });
+  return headers;
+}
+
+/** Calls `visit` with each header given to `writeHead` (lower-case name), in the forms Node accepts. */
+function forEachHeadHeader(head: unknown[] | undefined, visit: (name: string, value: OutgoingHttpHeaders[string]) => void): void {
   const given = head === undefined ? undefined : typeof head[1] === 'string' ? head[2] : head[1];
+  if (given === undefined || given === null) return;
   const set = (name: unknown, value: unknown) => {
-    if (typeof name === 'string' && value !== undefined) headers[name.toLowerCase()] = value as OutgoingHttpHeaders[string];
+    if (typeof name === 'string' && value !== undefined) visit(name.toLowerCase(), value as OutgoingHttpHeaders[string]);
   };
   if (Array.isArray(given)) {
     if (Array.isArray(given[0])) for (const [name, value] of given as unknown[][]) set(name, value);
     else for (let i = 0; i + 1 < given.length; i += 2) set(given[i], given[i + 1]);
-  } else if (typeof given === 'object' && given !== null) {
-    for (const [name, value] of Object.entries(given)) set(name, value);
+  } else if (typeof given === 'object') {
+    for (const name in given) if (Object.prototype.hasOwnProperty.call(given, name)) set(name, (given as Record<string, unknown>)[name]);
   }
-  return headers;
 }
 
 /** The status a response goes out with. */
@@ -92,13 +106,17 @@ export function callbackOf(args: unknown[]): (() => void) | undefined {
 }
 
 /**
- * Sends `replacement` through the original methods: the headers set so far stay (CORS, request ids…) except
- * those that describe the body that is not sent; the replacement's status, headers and bytes go out instead.
+ * Sends `replacement` through the original methods: the headers set so far, and those the pipeline gave to
+ * `writeHead` (`head`), stay (CORS, request ids…) except those that describe the body that is not sent; the
+ * replacement's status, headers and bytes go out instead.
  */
-export function sendInstead(raw: ServerResponse, original: WireMethods, base: OutgoingHttpHeaders, replacement: ResponseReplacement, callback?: () => void): void {
-  for (const name of raw.getHeaderNames()) raw.removeHeader(name);
-  for (const [name, value] of Object.entries(base)) if (value !== undefined && !BODY_HEADERS.has(name)) raw.setHeader(name, value);
-  for (const [name, value] of Object.entries(replacement.headers)) raw.setHeader(name, value);
+export function sendInstead(raw: ServerResponse, original: WireMethods, head: unknown[] | undefined, replacement: ResponseReplacement, callback?: () => void): void {
+  for (const name of raw.getHeaderNames()) if (BODY_HEADERS.has(name)) raw.removeHeader(name);
+  forEachHeadHeader(head, (name, value) => {
+    if (value !== undefined && !BODY_HEADERS.has(name)) raw.setHeader(name, value);
+  });
+  const headers = replacement.headers;
+  for (const name in headers) if (Object.prototype.hasOwnProperty.call(headers, name)) raw.setHeader(name, headers[name]);
   raw.statusCode = replacement.status;
   const bodyless = replacement.status === 204 || replacement.status === 304 || replacement.status < 200;
   if (bodyless) {

@@ -20,22 +20,23 @@ const omissions = new WeakMap<readonly string[], OmissionTree>();
  * Throws {@link BodyNotFingerprintableError} when the request has a body that nothing has parsed.
  */
 export function requestFingerprint(request: IdempotencyRequest, ignoreBodyFields: readonly string[]): string | Promise<string> {
-  const head = [request.method.toUpperCase(), request.originalUrl ?? request.url];
+  const method = request.method.toUpperCase();
+  const url = request.originalUrl ?? request.url;
   const media = mediaTypeOf(request);
+  const body = request.body;
   if (hasMultipartParts(request)) {
     const payload = multipartPayload(request, omitFor(ignoreBodyFields), media);
-    return typeof payload === 'string' ? fingerprint([...head, 'multipart', media, payload]) : payload.then((p) => fingerprint([...head, 'multipart', media, p]));
+    return typeof payload === 'string' ? fingerprint([method, url, 'multipart', media, payload]) : payload.then((p) => fingerprint([method, url, 'multipart', media, p]));
   }
-  const body = request.body;
   if (body === undefined || body === null) {
     if (bodyIsUnread(request)) {
       throw new BodyNotFingerprintableError(media, `the request body (${media || 'no content type'}) was not parsed before the handler, so it cannot be part of the request fingerprint`);
     }
-    return fingerprint([...head, 'none', '', '']);
+    return fingerprint([method, url, 'none', '', '']);
   }
-  if (Buffer.isBuffer(body)) return fingerprint([...head, 'bytes', media, body]);
-  if (typeof body === 'string') return fingerprint([...head, 'text', media, body]);
-  return fingerprint([...head, 'data', media, canonicalJson(body, omitFor(ignoreBodyFields))]);
+  if (Buffer.isBuffer(body)) return fingerprint([method, url, 'bytes', media, body]);
+  if (typeof body === 'string') return fingerprint([method, url, 'text', media, body]);
+  return fingerprint([method, url, 'data', media, canonicalJson(body, omitFor(ignoreBodyFields))]);
 }
 
 /**

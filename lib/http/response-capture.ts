@@ -110,7 +110,7 @@ export class ResponseCapture {
       this.state = 'done';
       this.original.restore();
       if (replacement) {
-        sendInstead(this.raw, this.original, response.headers, replacement, callback);
+        sendInstead(this.raw, this.original, this.head, replacement, callback);
         return;
       }
       if (this.head) this.original.writeHead.apply(this.raw, this.head);

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { callbackOf, copyHead, outgoingHeaders, patchResponse, sendInstead } from './raw-response';
+import { callbackOf, copyHead, patchResponse, sendInstead } from './raw-response';
 import type { ResponseReplacement } from './stored-response';
 
 /**
@@ -20,7 +20,7 @@ export function replayOnto(raw: ServerResponse, replacement: ResponseReplacement
     },
     end: (...args) => {
       original.restore();
-      sendInstead(raw, original, outgoingHeaders(raw, head), replacement, callbackOf(args));
+      sendInstead(raw, original, head, replacement, callbackOf(args));
       return raw;
     },
   });

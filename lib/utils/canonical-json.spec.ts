@@ -96,4 +96,24 @@ describe('canonicalJson', () => {
     expect(value.nonce).toBe('n');
     expect(canonicalJson(value, omissionTree(['meta', 'meta.id']))).toBe('{"amount":1,"list":[{"x":1,"y":2}],"nonce":"n"}');
   });
+
+  // The recursive fast path (no omission tree) and the iterative writer (an empty tree) must give the same text.
+  it.each([
+    ['flat object', { b: 2, a: 1, c: 'x' }],
+    ['nested arrays and objects', { z: [1, { y: [true, null, 'é'] }], a: { b: { c: -0 } } }],
+    ['undefined and function fields', { a: undefined, b: () => 1, c: [undefined, 2] }],
+    ['toJSON and dates', { when: new Date(0), custom: { toJSON: () => ({ k: 1 }) } }],
+    ['null-prototype objects', Object.assign(Object.create(null) as object, { b: 1, a: 2 })],
+    ['deeper than the fast path', { a: { b: { c: { d: { e: { f: { g: { h: { i: { j: [1] } } } } } } } } } }],
+    ['strings that need escaping', { 'k"\\': 'line\nbreak\u0000', '\u2028': '😀' }],
+  ])('fast path and iterative writer agree: %s', (_name, value) => {
+    expect(canonicalJson(value)).toBe(canonicalJson(value, {}));
+  });
+
+  it('the fast path rejects what the iterative writer rejects', () => {
+    const cyclic: Record<string, unknown> = { a: 1 };
+    cyclic.self = { back: cyclic };
+    expect(() => canonicalJson(cyclic)).toThrow('circular reference');
+    expect(() => canonicalJson({ a: [Infinity] })).toThrow('$.a[0]');
+  });
 });

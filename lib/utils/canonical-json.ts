@@ -52,6 +52,57 @@ interface Frame {
  * Iterative, so nesting depth is bounded by memory, not by the call stack. `omit` leaves object fields out.
  */
 export function canonicalJson(value: unknown, omit?: OmissionTree): string {
+  return (omit === undefined ? shallowCanonical(value, SHALLOW_DEPTH) : undefined) ?? iterativeCanonical(value, omit);
+}
+
+/** How deep the recursive fast path goes before handing the value to the iterative writer. */
+const SHALLOW_DEPTH = 8;
+
+/**
+ * The fast path for what request bodies usually are: plain objects and arrays of strings, finite numbers,
+ * booleans and null, a few levels deep. Undefined for anything else (toJSON, undefined or function fields,
+ * non-finite numbers, deeper nesting, cycles), which the iterative writer then renders or rejects: the text,
+ * when there is one, is the same.
+ */
+function shallowCanonical(value: unknown, depth: number): string | undefined {
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'number':
+      return Number.isFinite(value) ? JSON.stringify(value) : undefined;
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'object': {
+      if (value === null) return 'null';
+      if (depth === 0) return undefined;
+      if (Array.isArray(value)) {
+        let text = '[';
+        for (let i = 0; i < value.length; i++) {
+          const item = shallowCanonical(value[i], depth - 1);
+          if (item === undefined) return undefined;
+          text += i === 0 ? item : `,${item}`;
+        }
+        return `${text}]`;
+      }
+      const proto = Object.getPrototypeOf(value) as unknown;
+      if (proto !== Object.prototype && proto !== null) return undefined;
+      const obj = value as Record<string, unknown>;
+      if (typeof obj.toJSON === 'function') return undefined;
+      const keys = Object.keys(obj).sort();
+      let text = '{';
+      for (let i = 0; i < keys.length; i++) {
+        const item = shallowCanonical(obj[keys[i]], depth - 1);
+        if (item === undefined) return undefined;
+        text += `${i === 0 ? '' : ','}${JSON.stringify(keys[i])}:${item}`;
+      }
+      return `${text}}`;
+    }
+    default:
+      return undefined;
+  }
+}
+
+function iterativeCanonical(value: unknown, omit: OmissionTree | undefined): string {
   const out: string[] = [];
   const stack: Frame[] = [];
   const seen = new Set<object>();

@@ -90,6 +90,11 @@ describe.each(ADAPTERS)('http.global: false (%s)', (adapter) => {
       expect(await h.records('plain-1')).toEqual([]);
     });
 
+    it('the module adds no app-wide interceptor: routes without it pay for none', () => {
+      const config = (h.app as unknown as { config: { getGlobalInterceptors(): unknown[] } }).config;
+      expect(config.getGlobalInterceptors().filter(Boolean)).toEqual([]);
+    });
+
     it('a controller with it replays', async () => {
       const first = await h.http().post('/guarded').set('Idempotency-Key', 'guarded-1').send({ a: 1 });
       const replay = await h.http().post('/guarded').set('Idempotency-Key', 'guarded-1').send({ a: 1 });

@@ -126,4 +126,24 @@ describe('CircuitBreaker', () => {
     await breaker.run(failing, null);
     expect(breaker.isOpen).toBe(false);
   });
+
+  it('times out overlapping calls each at its own deadline, and never a call that settled', async () => {
+    const never = () => new Promise<string>(() => undefined);
+    const settled: string[] = [];
+    void breaker.run(never, 'first').then((v) => settled.push(v));
+    await jest.advanceTimersByTimeAsync(50);
+    void breaker.run(never, 'second').then((v) => settled.push(v));
+    void breaker.run(() => Promise.resolve('quick'), 'not used').then((v) => settled.push(v));
+    await jest.advanceTimersByTimeAsync(0);
+    expect(settled).toEqual(['quick']);
+    await jest.advanceTimersByTimeAsync(50);
+    expect(settled).toEqual(['quick', 'first']);
+    await jest.advanceTimersByTimeAsync(49);
+    expect(settled).toEqual(['quick', 'first']);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(settled).toEqual(['quick', 'first', 'second']);
+    // Two failures in a row, below the threshold of three: still closed.
+    expect(breaker.isOpen).toBe(false);
+    expect(jest.getTimerCount()).toBe(0);
+  });
 });

@@ -136,7 +136,13 @@ class ChaosController {
   }
 }
 
-/** Five steps; the third commits its ledger row with its checkpoint, the others record their step key. */
+/**
+ * Five steps; the third commits its ledger row with its checkpoint, the others record their step key. The plain
+ * steps retry (their own writes fail while Postgres restarts, as a real app's would); the transactional one keeps
+ * the default single attempt: a lost connection of the library's transaction must not fail it.
+ */
+const RETRIED = { attempts: 5, backoff: { type: 'exponential' as const, delay: 200 } };
+
 @Workflow({ name: 'chaos-five-steps' })
 class ChaosWorkflow {
   async run(input: { id: string }): Promise<string[]> {
@@ -149,11 +155,11 @@ class ChaosWorkflow {
     return done;
   }
 
-  @Step() reserve(id: string): Promise<string> {
+  @Step(RETRIED) reserve(id: string): Promise<string> {
     return stepEffect(id, false);
   }
 
-  @Step() authorize(id: string): Promise<string> {
+  @Step(RETRIED) authorize(id: string): Promise<string> {
     return stepEffect(id, false);
   }
 
@@ -161,11 +167,11 @@ class ChaosWorkflow {
     return stepEffect(id, true);
   }
 
-  @Step() notify(id: string): Promise<string> {
+  @Step(RETRIED) notify(id: string): Promise<string> {
     return stepEffect(id, false);
   }
 
-  @Step() close(id: string): Promise<string> {
+  @Step(RETRIED) close(id: string): Promise<string> {
     return stepEffect(id, false);
   }
 }

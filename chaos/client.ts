@@ -29,6 +29,8 @@ export class ChaosClient {
   readonly counts = emptyCounts();
   /** Every 2xx per key, in the order the client received them. */
   readonly seen = new Map<string, Seen[]>();
+  /** The first few bodies of unexpected answers (5xx other than 503, 4xx other than 409/422), to investigate. */
+  readonly unexpected: string[] = [];
   private next = 0;
 
   constructor(
@@ -76,6 +78,7 @@ export class ChaosClient {
       return { cls: replayed ? 'replayed' : 'ok', seen: { body, replayed } };
     }
     if (status === 409 || status === 422 || status === 503) return { cls: String(status) as OutcomeClass };
+    if (this.unexpected.length < 5) this.unexpected.push(`${status} ${url}: ${body.slice(0, 300)}`);
     return { cls: status >= 500 ? 'other5xx' : 'other4xx' };
   }
 }

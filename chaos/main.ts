@@ -64,6 +64,10 @@ class ChaosRun {
   private readonly leaseMs: number;
   private readonly faults: Record<string, unknown[]> = {};
   private appEnv: Record<string, string> = {};
+  /** Bodies of unexpected answers (other 5xx / 4xx), written to the JSON report. */
+  readonly unexpected: string[] = [];
+  /** The errors of failed step checkpoints, written to the JSON report. */
+  failedSteps: unknown[] = [];
 
   constructor(private readonly config: ChaosConfig) {
     this.services = new ChaosServices(`chaos-${process.pid}`);
@@ -149,6 +153,7 @@ class ChaosRun {
     r.count(scenario, 'outcomes: 2xx / replayed / 409 / 422 / 503 / other 5xx / connection errors / gave up',
       [c.ok, c.replayed, c['409'], c['422'], c['503'], c.other5xx, c.connection, c.gaveUp].join(' / '));
     r.count(scenario, 'faults: kills / Redis restarts empty / Redis flushes / Postgres restarts', faultSummary(s));
+    this.unexpected.push(...run.client.unexpected, ...run.verify.unexpected);
     r.count(scenario, 'duration of the faulty phase (s)', (run.durationMs / 1000).toFixed(1));
     r.mustBeZero(scenario, 'planned faults not injected', s.missed.map((f) => f.kind));
     r.mustBeZero(scenario, 'keys not answered 2xx by the final pass (after the leases)', run.unanswered);
@@ -276,6 +281,12 @@ class ChaosRun {
       reasons.set(why, (reasons.get(why) ?? 0) + 1);
     }
     r.count(s, 'executions that ended failed, timed out or unfinished, and why', ended.length === 0 ? 0 : [...reasons].map(([k, v]) => `${v} × ${k}`).join('; '));
+    const failedSteps = await sql<{ why: string; n: number }>(
+      url,
+      `SELECT w.name || ': ' || coalesce(left(w.error->>'message', 200), '?') AS why, count(*)::int AS n
+       FROM ${LIBRARY_SCHEMA}.workflow_steps w WHERE w.status = 'failed' GROUP BY 1 ORDER BY 2 DESC LIMIT 5`,
+    );
+    this.failedSteps = failedSteps;
     const recoveries = executions.reduce((sum, e) => sum + e.recovery_attempts, 0);
     r.count(s, 'recoveries (interruptions the engine counted)', recoveries);
     const txCounts = await sql<{ id: string; n: number }>(
@@ -326,7 +337,7 @@ async function main(): Promise<number> {
   try {
     await run.run();
   } finally {
-    if (!interrupted) await run.cleanup(true);
+    if (!interrupted) await run.cleanup(!process.env.CHAOS_KEEP_DATA);
   }
   const table = run.report.table();
   process.stdout.write(`\n${table}\n\n`);
@@ -335,6 +346,8 @@ async function main(): Promise<number> {
     machine: { cpus: (await import('node:os')).cpus().length, loadavg: (await import('node:os')).loadavg() },
     durationSeconds: Math.round((Date.now() - t0) / 1000),
     faults: run.faultLog,
+    unexpectedAnswers: run.unexpected,
+    failedSteps: run.failedSteps,
   });
   const failed = run.report.failed;
   log(`${failed.length === 0 ? 'every invariant held' : `${failed.length} invariant(s) broke`}; report: ${file}; ${Math.round((Date.now() - t0) / 1000)} s`);

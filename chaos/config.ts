@@ -31,7 +31,7 @@ const PROFILES: Record<string, Omit<ChaosConfig, 'profile' | 'breakInvariant'>> 
     concurrency: 24, killEveryMs: 4_000, lease: '2s', handlerMs: 20, stepMs: 30, retryAttempts: 10, drainTimeoutMs: 180_000,
   },
   ci: {
-    httpKeys: 1_500, duplicateRate: 0.3, guardKeys: 300, inboxMessages: 300, workflows: 150, instances: 2,
+    httpKeys: 800, duplicateRate: 0.3, guardKeys: 200, inboxMessages: 200, workflows: 100, instances: 2,
     concurrency: 16, killEveryMs: 3_000, lease: '2s', handlerMs: 20, stepMs: 30, retryAttempts: 10, drainTimeoutMs: 90_000,
   },
   smoke: {

@@ -17,6 +17,8 @@ import { PlannedFault, Supervisor } from './supervisor';
 const LIBRARY_SCHEMA = 'chaos_idem';
 const LEDGER = 'chaos_ledger';
 const OUT = join(services.ROOT, '.data', 'chaos');
+/** The instances' logs (warnings and errors) of this run. */
+const LOGS = join(OUT, `logs-${new Date().toISOString().replace(/[:.]/g, '-')}`);
 
 const log = (msg: string) => process.stderr.write(`[chaos] ${msg}\n`);
 
@@ -76,7 +78,7 @@ class ChaosRun {
   }
 
   async run(): Promise<void> {
-    mkdirSync(OUT, { recursive: true });
+    mkdirSync(LOGS, { recursive: true });
     await this.services.start();
     const url = this.services.databaseUrl;
     log(`postgres ${url}, redis ${this.services.redisUrl}`);
@@ -117,7 +119,7 @@ class ChaosRun {
   }
 
   private async startInstances(prefix: string, count: number, workers: boolean): Promise<Instance[]> {
-    const slots = await instanceSlots(prefix, count, { ...this.appEnv, CHAOS_WORKERS: workers ? '1' : '0' }, OUT);
+    const slots = await instanceSlots(prefix, count, { ...this.appEnv, CHAOS_WORKERS: workers ? '1' : '0' }, LOGS);
     this.all.push(...slots);
     // the first one runs the migrations alone; the others find them done
     for (const slot of slots) await slot.start();
@@ -345,6 +347,7 @@ async function main(): Promise<number> {
     config,
     machine: { cpus: (await import('node:os')).cpus().length, loadavg: (await import('node:os')).loadavg() },
     durationSeconds: Math.round((Date.now() - t0) / 1000),
+    logs: LOGS,
     faults: run.faultLog,
     unexpectedAnswers: run.unexpected,
     failedSteps: run.failedSteps,

@@ -17,7 +17,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['test/**/*.ts', 'bench/**/*.ts', '**/*.spec.ts'],
+    files: ['test/**/*.ts', 'bench/**/*.ts', 'chaos/**/*.ts', '**/*.spec.ts'],
     rules: {
       '@typescript-eslint/no-unsafe-assignment': 'off',
       '@typescript-eslint/no-unsafe-member-access': 'off',

@@ -87,7 +87,8 @@ function ensureTraversable(dir) {
   }
 }
 
-async function startPostgres(name) {
+/** Starts Postgres with its data under .data/<name>/pg, on `fixedPort` when given (to restart it at the same address). */
+async function startPostgres(name, fixedPort) {
   const initdb = findPostgresBin('initdb');
   const postgres = findPostgresBin('postgres');
   if (!initdb || !postgres) {
@@ -107,7 +108,7 @@ async function startPostgres(name) {
     const r = spawnSync(cmd, args, { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`initdb failed: ${r.stderr || r.stdout}`);
   }
-  const port = await freePort();
+  const port = fixedPort || (await freePort());
   const { cmd, args } = asPgUser(postgres, [
     '-D', dir, '-p', String(port),
     '-c', 'listen_addresses=127.0.0.1',

@@ -1,0 +1,82 @@
+// Postgres and Redis of the chaos run: started under .data/chaos-<pid>/, restarted at the same address, stopped by
+// PID (never by name). Built on scripts/services.js, as the tests and benchmarks are.
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import Redis from 'ioredis';
+
+interface ServicesModule {
+  startRedis(name: string, fixedPort?: number): Promise<{ url: string; port: number; proc: ChildProcess }>;
+  startPostgres(name: string, fixedPort?: number): Promise<{ url: string; proc: ChildProcess }>;
+  stop(proc: ChildProcess | undefined, signal?: NodeJS.Signals): Promise<void>;
+  freePort(): Promise<number>;
+  ROOT: string;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+export const services = require('../scripts/services') as ServicesModule;
+
+/** The Postgres and Redis one chaos run owns. */
+export class ChaosServices {
+  private pg?: ChildProcess;
+  private redis?: ChildProcess;
+  private pgPort = 0;
+  private redisPort = 0;
+  databaseUrl = '';
+  redisUrl = '';
+
+  constructor(readonly name: string) {}
+
+  async start(): Promise<void> {
+    const pg = await services.startPostgres(this.name);
+    this.pg = pg.proc;
+    this.databaseUrl = pg.url;
+    this.pgPort = Number(new URL(pg.url).port);
+    const redis = await services.startRedis(this.name);
+    this.redis = redis.proc;
+    this.redisUrl = redis.url;
+    this.redisPort = redis.port;
+  }
+
+  /** Fast shutdown of Postgres (every session cut, transactions in flight rolled back), then the same port again. */
+  async restartPostgres(downMs: number): Promise<void> {
+    await this.stopPostgres();
+    await new Promise((resolve) => setTimeout(resolve, downMs));
+    this.pg = (await services.startPostgres(this.name, this.pgPort)).proc;
+  }
+
+  /** SIGKILLs Redis and starts an empty one (no persistence) on the same port. */
+  async restartRedisEmpty(downMs: number): Promise<void> {
+    await services.stop(this.redis, 'SIGKILL');
+    await new Promise((resolve) => setTimeout(resolve, downMs));
+    this.redis = (await services.startRedis(this.name, this.redisPort)).proc;
+  }
+
+  /** FLUSHALL: every queue, job and cached record gone while Redis stays up. */
+  async flushRedis(): Promise<void> {
+    const client = new Redis(this.redisUrl, { maxRetriesPerRequest: 2, lazyConnect: true });
+    try {
+      await client.connect();
+      await client.flushall();
+    } finally {
+      client.disconnect();
+    }
+  }
+
+  async stop({ removeData }: { removeData: boolean }): Promise<void> {
+    await services.stop(this.redis, 'SIGKILL');
+    await this.stopPostgres();
+    if (removeData) rmSync(join(services.ROOT, '.data', this.name), { recursive: true, force: true });
+  }
+
+  /** As root the server runs under runuser, which does not forward signals: signal the postmaster by its pid file. */
+  private async stopPostgres(): Promise<void> {
+    try {
+      const pid = Number(readFileSync(join(services.ROOT, '.data', this.name, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+      if (Number.isInteger(pid) && pid > 0) process.kill(pid, 'SIGINT');
+    } catch {
+      // not running
+    }
+    await services.stop(this.pg, 'SIGINT');
+  }
+}

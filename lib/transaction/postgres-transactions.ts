@@ -105,7 +105,12 @@ export class PostgresTransactions extends IdempotencyTransactions {
   private async preparedOn(client: PoolClient, statement: NamedStatement & { name: string }): Promise<string> {
     const name = `${statement.name}_sql`; // never the name node-postgres prepares statements under itself
     if (!this.preparedClients.has(client)) {
-      await client.query(`PREPARE ${name} AS ${statement.text}`);
+      try {
+        await client.query(`PREPARE ${name} AS ${statement.text}`);
+      } catch (err) {
+        // Prepared already by another module on the same DataSource and schema: the same text under the same name.
+        if (sqlState(err) !== DUPLICATE_PREPARED_STATEMENT) throw err;
+      }
       this.preparedClients.add(client);
     }
     return name;
@@ -188,6 +193,7 @@ interface SessionDefaults {
 const LOCK_NOT_AVAILABLE = '55P03';
 const SERIALIZATION_FAILURE = '40001';
 const DEADLOCK_DETECTED = '40P01';
+const DUPLICATE_PREPARED_STATEMENT = '42P05';
 
 /** The SQLSTATE of a failed query (TypeORM's QueryFailedError keeps pg's error as `driverError`). */
 function sqlState(err: unknown): string | undefined {

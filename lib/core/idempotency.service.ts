@@ -20,6 +20,7 @@ import { isStoreOutage } from './store-failure';
 import { failureOutcome, RunOutcome, successOutcome } from './run-outcome';
 import { setLongInterval } from '../utils/long-timer';
 import { activeTransaction } from '../transaction/current-transaction';
+import type { ClaimAttempt } from '../transaction/claim-statement';
 import { IdempotencyTransactions, OpenTransaction } from '../transaction/idempotency-transactions';
 import { TransactionalCall } from '../transaction/transactional-call';
 import { TransactionIsolation, transactionOptionProblems } from '../transaction/transaction-options';
@@ -150,27 +151,19 @@ export class IdempotencyService {
     let waited = false;
     let pause = WAIT_POLL_MIN_MS;
     for (let attempt = 1; ; attempt++) {
-      let tx: OpenTransaction;
-      try {
-        tx = await transactions.begin(options.isolation, request.leaseMs, activeTransaction());
-      } catch (err) {
-        if (marked) await this.cache.forget(request.scope, request.key);
-        throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError(err);
-      }
-      const token = randomUUID();
       // The first attempt hardly waits: a holder it meets makes this call one that waited (see run()).
-      const waitMs = waited ? Math.max(deadline - Date.now(), 1) : 1;
-      let outcome;
+      const claim = { request, token: randomUUID(), waitMs: waited ? Math.max(deadline - Date.now(), 1) : 1 };
+      let tx: OpenTransaction;
+      let outcome: ClaimAttempt;
       try {
-        outcome = await tx.claim(request, token, waitMs);
-        if (typeof outcome === 'object' && outcome.kind === 'acquired') {
-          await tx.markWork();
-          return { ...outcome, waited, call: new TransactionalCall(this, tx, outcome.claim) };
-        }
+        ({ tx, outcome } = await transactions.beginWithClaim(options.isolation, request.leaseMs, activeTransaction(), claim));
       } catch (err) {
-        await tx.rollback();
         if (marked) await this.cache.forget(request.scope, request.key);
+        if (err instanceof StoreUnavailableError) throw err;
         throw isStoreOutage(err) ? new StoreUnavailableError(err) : new StoreRejectedError(err);
+      }
+      if (typeof outcome === 'object' && outcome.kind === 'acquired') {
+        return { ...outcome, waited, call: new TransactionalCall(this, tx, outcome.claim) };
       }
       await tx.rollback();
       if (outcome === 'raced' && attempt < TRANSACTIONAL_CLAIM_ATTEMPTS) continue;

@@ -1,5 +1,6 @@
 import type { EntityManager } from 'typeorm';
-import type { Claim, ClaimOutcome, ClaimRequest, CompletedRecord } from '../core/idempotency-record';
+import type { Claim, ClaimRequest, CompletedRecord } from '../core/idempotency-record';
+import type { ClaimAttempt } from './claim-statement';
 import type { TransactionIsolation } from './transaction-options';
 
 /** A transaction the library opened for a handler: its writes and the claim's completion commit together. */
@@ -10,16 +11,7 @@ export interface OpenTransaction {
   readonly nested: boolean;
   /** Runs a statement in the transaction and returns its rows. */
   query<R>(text: string, values: unknown[]): Promise<R[]>;
-  /**
-   * Claims the key as the transaction's first statement (one commit: the claim becomes visible with the work's
-   * writes and its outcome). Waits at most `waitMs` for another uncommitted claim of the key ('lock timeout' after
-   * that); 'raced' when a claim committed after this statement's snapshot decided the key: ask again in a new
-   * transaction. The wait does not apply to the statements after it.
-   */
-  claim(request: ClaimRequest, token: string, waitMs: number): Promise<ClaimOutcome | 'raced' | 'lock timeout'>;
-  /** Marks where the work starts, so that {@link undoWork} can roll the work back and keep the claim. */
-  markWork(): Promise<void>;
-  /** Rolls back what the work wrote since {@link markWork}; the claim stays held. */
+  /** Rolls back what the work wrote since the claim (see beginWithClaim); the claim stays held. */
   undoWork(): Promise<void>;
   /** Marks the claim failed inside this transaction (the key is free once it commits). */
   release(claim: Claim, error: unknown): Promise<void>;
@@ -49,4 +41,16 @@ export abstract class IdempotencyTransactions {
    * connection, then throws StoreUnavailableError.
    */
   abstract begin(isolation: TransactionIsolation, acquireWithinMs: number, outer?: EntityManager): Promise<OpenTransaction>;
+
+  /**
+   * Like {@link begin}, with the claim of `claim.request` (under `claim.token`) as the transaction's first statement
+   * (one commit: the claim becomes visible with the work's writes and its outcome), and a savepoint after it where
+   * the work starts. The claim waits at most `claim.waitMs` for another uncommitted claim of the key ('lock
+   * timeout'); that bound does not apply to the statements after it. Whatever the outcome, the transaction stays
+   * open for the caller to use or roll back; an error rolls it back and is thrown.
+   */
+  abstract beginWithClaim(
+    isolation: TransactionIsolation, acquireWithinMs: number, outer: EntityManager | undefined,
+    claim: { request: ClaimRequest; token: string; waitMs: number },
+  ): Promise<{ tx: OpenTransaction; outcome: ClaimAttempt }>;
 }

@@ -1,11 +1,12 @@
-import type { PoolClient, QueryResultRow } from 'pg';
+import type { PoolClient, QueryResult, QueryResultRow } from 'pg';
 import type { EntityManager, QueryRunner } from 'typeorm';
-import type { Claim, ClaimOutcome, ClaimRequest, CompletedRecord } from '../core/idempotency-record';
+import type { Claim, ClaimRequest, CompletedRecord } from '../core/idempotency-record';
 import { StoreUnavailableError } from '../errors/store-unavailable.error';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
 import { idempotencySql, IdempotencySql } from '../storage/postgres/idempotency.sql';
 import { ClaimRow, toClaimOutcome } from '../storage/postgres/postgres-idempotency.store';
 import { NamedStatement, withPreparedStatements } from '../storage/postgres/statements';
+import { ClaimAttempt, claimStatementText } from './claim-statement';
 import { IdempotencyTransactions, OpenTransaction } from './idempotency-transactions';
 import type { TransactionIsolation } from './transaction-options';
 
@@ -23,6 +24,8 @@ export class PostgresTransactions extends IdempotencyTransactions {
    * round trip) and the lock_timeout a claim restores after its bounded wait.
    */
   private sessionDefaults?: Promise<SessionDefaults>;
+  /** Connections the claim is prepared on (SQL PREPARE; a reconnect makes a new client object). */
+  private readonly preparedClients = new WeakSet<PoolClient>();
 
   constructor(private readonly connections: IdempotencyConnections) {
     super();
@@ -32,7 +35,7 @@ export class PostgresTransactions extends IdempotencyTransactions {
     const nested = outer?.queryRunner;
     if (nested && !nested.isReleased && nested.isTransactionActive) {
       await nested.startTransaction(); // a savepoint in the outer transaction
-      return this.open(nested, false, await this.defaults(nested));
+      return this.open(nested, false);
     }
     const runner = this.connections.dataSource.createQueryRunner();
     await connectWithin(runner, acquireWithinMs);
@@ -45,7 +48,72 @@ export class PostgresTransactions extends IdempotencyTransactions {
       await runner.release();
       throw new StoreUnavailableError(err);
     }
-    return this.open(runner, true, defaults);
+    return this.open(runner, true);
+  }
+
+  async beginWithClaim(
+    isolation: TransactionIsolation, acquireWithinMs: number, outer: EntityManager | undefined,
+    claim: { request: ClaimRequest; token: string; waitMs: number },
+  ): Promise<{ tx: OpenTransaction; outcome: ClaimAttempt }> {
+    const nested = outer?.queryRunner;
+    const owned = !(nested && !nested.isReleased && nested.isTransactionActive);
+    const runner = owned ? this.connections.dataSource.createQueryRunner() : nested;
+    // Waiting for a connection gives it back itself when it fails or comes too late.
+    if (owned) await connectWithin(runner, acquireWithinMs);
+    let tx: OpenTransaction | undefined;
+    try {
+      if (!owned) await runner.startTransaction(); // a savepoint in the outer transaction
+      const defaults = await this.defaults(runner);
+      tx = this.open(runner, owned);
+      const { request, token, waitMs } = claim;
+      const values = [
+        request.scope, request.key, request.fingerprint, token, request.leaseMs, request.ttlMs,
+        String(Math.max(1, Math.ceil(waitMs))), defaults.lockTimeout, String(request.leaseMs),
+      ];
+      const client = (runner as unknown as { databaseConnection: PoolClient }).databaseConnection;
+      const statement = this.sql().claimInTransaction;
+      const prepared = owned && statement.name ? await this.preparedOn(client, statement) : undefined;
+      const parts = [claimStatementText(client, statement.text, values, prepared), 'SAVEPOINT idempotency_work'];
+      if (owned) {
+        parts.unshift(`START TRANSACTION ISOLATION LEVEL ${ISOLATION_LEVELS[isolation]}`);
+        // TypeORM's own startTransaction would cost a round trip of its own: its state is set as it would set it.
+        Object.assign(runner, { isTransactionActive: true, transactionDepth: 1 });
+      }
+      let results: QueryResult<ClaimRow>[];
+      try {
+        results = (await client.query<ClaimRow>(parts.join(';\n'))) as unknown as QueryResult<ClaimRow>[];
+      } catch (err) {
+        const code = sqlState(err);
+        if (code === LOCK_NOT_AVAILABLE) return { tx, outcome: 'lock timeout' };
+        if (code === SERIALIZATION_FAILURE || code === DEADLOCK_DETECTED) return { tx, outcome: 'raced' };
+        throw err;
+      }
+      const rows = results[owned ? 1 : 0].rows;
+      return { tx, outcome: rows.length > 0 ? toClaimOutcome(rows[0], request, token) : 'raced' };
+    } catch (err) {
+      if (tx) await tx.rollback();
+      else if (owned && !runner.isReleased) await runner.release();
+      throw err;
+    }
+  }
+
+  private sql(): IdempotencySql {
+    return (this.statements ??= withPreparedStatements(idempotencySql(this.connections.schema), this.connections.preparedStatements));
+  }
+
+  /** The name `statement` is prepared under on `client` (with SQL PREPARE, once per connection), for `EXECUTE`. */
+  private async preparedOn(client: PoolClient, statement: NamedStatement & { name: string }): Promise<string> {
+    const name = `${statement.name}_sql`; // never the name node-postgres prepares statements under itself
+    if (!this.preparedClients.has(client)) {
+      try {
+        await client.query(`PREPARE ${name} AS ${statement.text}`);
+      } catch (err) {
+        // Prepared already by another module on the same DataSource and schema: the same text under the same name.
+        if (sqlState(err) !== DUPLICATE_PREPARED_STATEMENT) throw err;
+      }
+      this.preparedClients.add(client);
+    }
+    return name;
   }
 
   /** Asked on the connection already held, so that it never waits for another one. */
@@ -62,8 +130,8 @@ export class PostgresTransactions extends IdempotencyTransactions {
     return this.sessionDefaults;
   }
 
-  private open(runner: QueryRunner, owned: boolean, defaults: SessionDefaults): OpenTransaction {
-    const sql = (this.statements ??= withPreparedStatements(idempotencySql(this.connections.schema), this.connections.preparedStatements));
+  private open(runner: QueryRunner, owned: boolean): OpenTransaction {
+    const sql = this.sql();
     const rows = async <R>(text: string, values: unknown[] = []): Promise<R[]> => (await runner.query(text, values, true)).records as R[];
     // The library's own statements go to the connection directly, named (prepared once per connection) unless
     // postgres.preparedStatements is off; the handler's go through TypeORM as usual.
@@ -74,25 +142,6 @@ export class PostgresTransactions extends IdempotencyTransactions {
       manager: runner.manager,
       nested: !owned,
       query: rows,
-      async claim(request: ClaimRequest, token: string, waitMs: number): Promise<ClaimOutcome | 'raced' | 'lock timeout'> {
-        const values = [
-          request.scope, request.key, request.fingerprint, token, request.leaseMs, request.ttlMs,
-          String(Math.max(1, Math.ceil(waitMs))), defaults.lockTimeout, String(request.leaseMs),
-        ];
-        let found: ClaimRow[];
-        try {
-          found = await run<ClaimRow>(sql.claimInTransaction, values);
-        } catch (err) {
-          const code = sqlState(err);
-          if (code === LOCK_NOT_AVAILABLE) return 'lock timeout';
-          if (code === SERIALIZATION_FAILURE || code === DEADLOCK_DETECTED) return 'raced';
-          throw err;
-        }
-        return found.length > 0 ? toClaimOutcome(found[0], request, token) : 'raced';
-      },
-      async markWork(): Promise<void> {
-        await runner.query('SAVEPOINT idempotency_work');
-      },
       async undoWork(): Promise<void> {
         await runner.query('ROLLBACK TO SAVEPOINT idempotency_work');
       },
@@ -144,6 +193,7 @@ interface SessionDefaults {
 const LOCK_NOT_AVAILABLE = '55P03';
 const SERIALIZATION_FAILURE = '40001';
 const DEADLOCK_DETECTED = '40P01';
+const DUPLICATE_PREPARED_STATEMENT = '42P05';
 
 /** The SQLSTATE of a failed query (TypeORM's QueryFailedError keeps pg's error as `driverError`). */
 function sqlState(err: unknown): string | undefined {

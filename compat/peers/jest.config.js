@@ -26,5 +26,6 @@ module.exports = {
     '<rootDir>/test/module/module-setup.e2e-spec.ts',
     '<rootDir>/test/storage/migrations.e2e-spec.ts',
     '<rootDir>/test/storage/peer-versions.e2e-spec.ts',
+    '<rootDir>/test/transaction/cls-transactional.e2e-spec.ts',
   ],
 };

@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { byKey, countEffects, Effect } from './analysis';
+import { buildChaosApp } from './build';
 import { ChaosClient, pool, RetryPolicy } from './client';
 import { ChaosConfig, chaosConfig } from './config';
 import { Instance, instanceSlots } from './instances';
@@ -66,6 +67,7 @@ class ChaosRun {
   private readonly leaseMs: number;
   private readonly faults: Record<string, unknown[]> = {};
   private appEnv: Record<string, string> = {};
+  private entry = '';
   /** Bodies of unexpected answers (other 5xx / 4xx), written to the JSON report. */
   readonly unexpected: string[] = [];
   /** The errors of failed step checkpoints, written to the JSON report. */
@@ -79,6 +81,7 @@ class ChaosRun {
 
   async run(): Promise<void> {
     mkdirSync(LOGS, { recursive: true });
+    this.entry = buildChaosApp(services.ROOT, join(OUT, 'build'));
     await this.services.start();
     const url = this.services.databaseUrl;
     log(`postgres ${url}, redis ${this.services.redisUrl}`);
@@ -119,7 +122,7 @@ class ChaosRun {
   }
 
   private async startInstances(prefix: string, count: number, workers: boolean): Promise<Instance[]> {
-    const slots = await instanceSlots(prefix, count, { ...this.appEnv, CHAOS_WORKERS: workers ? '1' : '0' }, LOGS);
+    const slots = await instanceSlots(prefix, count, this.entry, { ...this.appEnv, CHAOS_WORKERS: workers ? '1' : '0' }, LOGS);
     this.all.push(...slots);
     // the first one runs the migrations alone; the others find them done
     for (const slot of slots) await slot.start();

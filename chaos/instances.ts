@@ -38,6 +38,8 @@ export class Instance {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.proc = proc;
+    // Nest's logger writes warnings to stdout and errors to stderr: both go to the log
+    proc.stdout.pipe(this.log, { end: false });
     proc.stderr.pipe(this.log, { end: false });
     await new Promise<void>((resolve, reject) => {
       let buffer = '';

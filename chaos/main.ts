@@ -254,7 +254,7 @@ class ChaosRun {
       { at: 0.3, kind: 'postgres-restart' },
       { at: 0.5, kind: 'redis-restart' },
     ];
-    const supervisor = new Supervisor(workers, this.services, this.config.killEveryMs, plan, () => finished / n);
+    const supervisor = new Supervisor(workers, this.services, this.config.workflowKillEveryMs, plan, () => finished / n);
     const client = new ChaosClient(workers, this.retry);
     log(`workflows: ${n} five-step workflows on 2 workers`);
     const t0 = Date.now();

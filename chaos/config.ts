@@ -14,6 +14,8 @@ export interface ChaosConfig {
   concurrency: number;
   /** Mean time between two SIGKILLs of an instance (jittered ±50%). */
   killEveryMs: number;
+  /** The same for the workflow workers: each kill interrupts every execution the worker drives. */
+  workflowKillEveryMs: number;
   /** The library's lease (http.lockTimeout and the guard's lockTimeout). */
   lease: string;
   handlerMs: number;
@@ -28,15 +30,15 @@ export interface ChaosConfig {
 const PROFILES: Record<string, Omit<ChaosConfig, 'profile' | 'breakInvariant'>> = {
   full: {
     httpKeys: 10_000, duplicateRate: 0.3, guardKeys: 1_000, inboxMessages: 1_000, workflows: 1_000, instances: 2,
-    concurrency: 24, killEveryMs: 4_000, lease: '2s', handlerMs: 20, stepMs: 30, retryAttempts: 10, drainTimeoutMs: 180_000,
+    concurrency: 24, killEveryMs: 4_000, workflowKillEveryMs: 6_000, lease: '2s', handlerMs: 20, stepMs: 30, retryAttempts: 10, drainTimeoutMs: 180_000,
   },
   ci: {
     httpKeys: 800, duplicateRate: 0.3, guardKeys: 200, inboxMessages: 200, workflows: 100, instances: 2,
-    concurrency: 16, killEveryMs: 3_000, lease: '2s', handlerMs: 20, stepMs: 30, retryAttempts: 10, drainTimeoutMs: 90_000,
+    concurrency: 16, killEveryMs: 3_000, workflowKillEveryMs: 3_000, lease: '2s', handlerMs: 20, stepMs: 30, retryAttempts: 10, drainTimeoutMs: 90_000,
   },
   smoke: {
     httpKeys: 300, duplicateRate: 0.3, guardKeys: 100, inboxMessages: 100, workflows: 60, instances: 2,
-    concurrency: 8, killEveryMs: 3_000, lease: '2s', handlerMs: 20, stepMs: 30, retryAttempts: 10, drainTimeoutMs: 60_000,
+    concurrency: 8, killEveryMs: 3_000, workflowKillEveryMs: 3_000, lease: '2s', handlerMs: 20, stepMs: 30, retryAttempts: 10, drainTimeoutMs: 60_000,
   },
 };
 
@@ -64,6 +66,7 @@ export function chaosConfig(argv: string[]): ChaosConfig {
     instances: Math.max(2, numberFrom('CHAOS_INSTANCES', base.instances)),
     concurrency: Math.max(1, numberFrom('CHAOS_CONCURRENCY', base.concurrency)),
     killEveryMs: numberFrom('CHAOS_KILL_EVERY_MS', base.killEveryMs),
+    workflowKillEveryMs: numberFrom('CHAOS_WORKFLOW_KILL_EVERY_MS', base.workflowKillEveryMs),
     lease: process.env.CHAOS_LEASE ?? base.lease,
     handlerMs: numberFrom('CHAOS_HANDLER_MS', base.handlerMs),
     stepMs: numberFrom('CHAOS_STEP_MS', base.stepMs),

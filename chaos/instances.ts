@@ -5,8 +5,6 @@ import { createWriteStream, WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { services } from './services';
 
-const APP = join(__dirname, 'app.ts');
-
 /** One instance slot: its port stays, its process changes at every restart. */
 export class Instance {
   proc?: ChildProcess;
@@ -17,6 +15,8 @@ export class Instance {
   constructor(
     readonly name: string,
     readonly port: number,
+    /** The app's compiled entry file (see build.ts). */
+    private readonly entry: string,
     private readonly env: Record<string, string>,
     private readonly logFile: string,
   ) {}
@@ -32,12 +32,14 @@ export class Instance {
   /** Starts the process and waits for its "LISTENING" line. */
   async start(timeoutMs = 120_000): Promise<void> {
     this.log ??= createWriteStream(this.logFile, { flags: 'a' });
-    const proc = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', APP], {
+    const proc = spawn(process.execPath, [this.entry], {
       cwd: services.ROOT,
       env: { ...process.env, ...this.env, CHAOS_PORT: String(this.port) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.proc = proc;
+    // Nest's logger writes warnings to stdout and errors to stderr: both go to the log
+    proc.stdout.pipe(this.log, { end: false });
     proc.stderr.pipe(this.log, { end: false });
     await new Promise<void>((resolve, reject) => {
       let buffer = '';
@@ -89,11 +91,11 @@ export class Instance {
 }
 
 /** Creates `count` instance slots on free ports. */
-export async function instanceSlots(prefix: string, count: number, env: Record<string, string>, logDir: string): Promise<Instance[]> {
+export async function instanceSlots(prefix: string, count: number, entry: string, env: Record<string, string>, logDir: string): Promise<Instance[]> {
   const slots: Instance[] = [];
   for (let i = 0; i < count; i++) {
     const name = `${prefix}-${i + 1}`;
-    slots.push(new Instance(name, await services.freePort(), env, join(logDir, `${name}.log`)));
+    slots.push(new Instance(name, await services.freePort(), entry, env, join(logDir, `${name}.log`)));
   }
   return slots;
 }

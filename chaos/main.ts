@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { byKey, countEffects, Effect } from './analysis';
+import { buildChaosApp } from './build';
 import { ChaosClient, pool, RetryPolicy } from './client';
 import { ChaosConfig, chaosConfig } from './config';
 import { Instance, instanceSlots } from './instances';
@@ -66,6 +67,7 @@ class ChaosRun {
   private readonly leaseMs: number;
   private readonly faults: Record<string, unknown[]> = {};
   private appEnv: Record<string, string> = {};
+  private entry = '';
   /** Bodies of unexpected answers (other 5xx / 4xx), written to the JSON report. */
   readonly unexpected: string[] = [];
   /** The errors of failed step checkpoints, written to the JSON report. */
@@ -79,6 +81,7 @@ class ChaosRun {
 
   async run(): Promise<void> {
     mkdirSync(LOGS, { recursive: true });
+    this.entry = buildChaosApp(services.ROOT, join(OUT, 'build'));
     await this.services.start();
     const url = this.services.databaseUrl;
     log(`postgres ${url}, redis ${this.services.redisUrl}`);
@@ -119,7 +122,7 @@ class ChaosRun {
   }
 
   private async startInstances(prefix: string, count: number, workers: boolean): Promise<Instance[]> {
-    const slots = await instanceSlots(prefix, count, { ...this.appEnv, CHAOS_WORKERS: workers ? '1' : '0' }, LOGS);
+    const slots = await instanceSlots(prefix, count, this.entry, { ...this.appEnv, CHAOS_WORKERS: workers ? '1' : '0' }, LOGS);
     this.all.push(...slots);
     // the first one runs the migrations alone; the others find them done
     for (const slot of slots) await slot.start();
@@ -180,14 +183,22 @@ class ChaosRun {
   private async guardScenario(apps: Instance[]): Promise<void> {
     const requests: KeyedRequest[] = [];
     for (let i = 0; i < this.config.guardKeys; i++) requests.push({ key: `g-${i}`, path: `/guard/${i % 2 === 0 ? 'tx' : 'plain'}/g-${i}` });
-    const { run, supervisor } = await this.keyed('method guard', apps, requests, [{ at: 0.5, kind: 'redis-restart' }]);
+    const plan: PlannedFault[] = [
+      { at: 0.25, kind: 'kill' },
+      { at: 0.5, kind: 'redis-restart' },
+      { at: 0.75, kind: 'kill' },
+    ];
+    const { run, supervisor } = await this.keyed('method guard', apps, requests, plan);
     await this.countHandlers('method guard', run, supervisor, requests, { tx: 'guard-tx', plain: 'guard-plain', sameBytes: false });
   }
 
   private async inboxScenario(apps: Instance[]): Promise<void> {
     const requests: KeyedRequest[] = [];
     for (let i = 0; i < this.config.inboxMessages; i++) requests.push({ key: `m-${i}`, path: `/inbox/m-${i}` });
-    const { run } = await this.keyed('inbox', apps, requests, []);
+    const { run } = await this.keyed('inbox', apps, requests, [
+      { at: 0.3, kind: 'kill' },
+      { at: 0.7, kind: 'kill' },
+    ]);
     const effects = byKey(await effectsOf(this.services.databaseUrl, ['inbox']));
     const counts = countEffects(requests.map((q) => q.key), effects, (k) => allSeen(run, k), {
       sameBytes: false,
@@ -243,7 +254,7 @@ class ChaosRun {
       { at: 0.3, kind: 'postgres-restart' },
       { at: 0.5, kind: 'redis-restart' },
     ];
-    const supervisor = new Supervisor(workers, this.services, this.config.killEveryMs, plan, () => finished / n);
+    const supervisor = new Supervisor(workers, this.services, this.config.workflowKillEveryMs, plan, () => finished / n);
     const client = new ChaosClient(workers, this.retry);
     log(`workflows: ${n} five-step workflows on 2 workers`);
     const t0 = Date.now();
@@ -252,8 +263,14 @@ class ChaosRun {
     await pool(ids, this.config.concurrency, async (id) => {
       if (!(await client.send(`/wf/${id}`, id))) notStarted.push(id);
     });
-    // Faults go on until each planned one fired and most workflows finished; then the drain is measured.
-    while ((supervisor.missed.length > 0 || finished / n < 0.8) && finished < n && Date.now() - t0 < this.config.drainTimeoutMs * 3) {
+    // Faults go on until each planned one fired and then until most workflows finished or 20 s passed; then the
+    // drain (every workflow ended, no more faults) is measured.
+    let allFiredAt = 0;
+    while (finished < n && Date.now() - t0 < this.config.drainTimeoutMs * 3) {
+      if (supervisor.missed.length === 0) {
+        allFiredAt ||= Date.now();
+        if (finished / n >= 0.8 || Date.now() - allFiredAt >= 20_000) break;
+      }
       await poll();
       await new Promise((resolve) => setTimeout(resolve, 500));
     }

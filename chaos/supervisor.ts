@@ -6,7 +6,8 @@ import type { ChaosServices } from './services';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export type FaultKind = 'redis-restart' | 'redis-flush' | 'postgres-restart';
+/** Planned faults; `kill` SIGKILLs a random instance (besides the periodic kills), so even a short scenario gets one. */
+export type FaultKind = 'redis-restart' | 'redis-flush' | 'postgres-restart' | 'kill';
 
 /** A fault to inject once the scenario's progress (0..1) reaches `at`. */
 export interface PlannedFault {
@@ -18,7 +19,7 @@ export interface PlannedFault {
 export interface FaultEvent {
   atMs: number;
   endMs: number;
-  kind: FaultKind | 'kill';
+  kind: FaultKind;
   detail: string;
 }
 
@@ -28,6 +29,7 @@ export class Supervisor {
   private loop?: Promise<void>;
   private readonly pending: PlannedFault[];
   private readonly t0 = Date.now();
+  private killing = false;
 
   constructor(
     private readonly instances: Instance[],
@@ -81,7 +83,9 @@ export class Supervisor {
     while (this.running) {
       const due = this.pending[0];
       if (due && this.progress() >= due.at) {
-        await this.inject(due.kind, () => this.fault(due.kind), due.kind);
+        const kind = due.kind;
+        if (kind === 'kill') await this.killOne();
+        else await this.inject(kind, () => this.fault(kind), kind);
         this.pending.shift();
       } else await sleep(50);
     }
@@ -93,18 +97,28 @@ export class Supervisor {
     let nextKill = Date.now() + this.jitter();
     while (this.running) {
       if (Date.now() >= nextKill) {
-        const alive = this.instances.filter((i) => i.alive);
-        const victim = alive[Math.floor(Math.random() * alive.length)];
-        if (victim) {
-          const pid = victim.proc?.pid ?? 0;
-          await this.inject('kill', async () => {
-            await victim.kill();
-            await victim.restart();
-          }, `${victim.name} pid ${pid}`);
-        }
+        await this.killOne();
         nextKill = Date.now() + this.jitter();
       }
       await sleep(100);
+    }
+  }
+
+  /** SIGKILLs a random live instance and restarts it; one instance down at a time (the kill lock). */
+  private async killOne(): Promise<void> {
+    while (this.killing) await sleep(50);
+    this.killing = true;
+    try {
+      const alive = this.instances.filter((i) => i.alive);
+      const victim = alive[Math.floor(Math.random() * alive.length)];
+      if (!victim) return;
+      const pid = victim.proc?.pid ?? 0;
+      await this.inject('kill', async () => {
+        await victim.kill();
+        await victim.restart();
+      }, `${victim.name} pid ${pid}`);
+    } finally {
+      this.killing = false;
     }
   }
 
@@ -112,7 +126,7 @@ export class Supervisor {
     return this.killEveryMs * (0.5 + Math.random());
   }
 
-  private fault(kind: FaultKind): Promise<void> {
+  private fault(kind: Exclude<FaultKind, 'kill'>): Promise<void> {
     switch (kind) {
       case 'redis-restart':
         return this.services.restartRedisEmpty(500);
@@ -123,7 +137,7 @@ export class Supervisor {
     }
   }
 
-  private async inject(kind: FaultEvent['kind'], action: () => Promise<void>, detail: string): Promise<void> {
+  private async inject(kind: FaultKind, action: () => Promise<void>, detail: string): Promise<void> {
     const atMs = Date.now() - this.t0;
     await action();
     this.events.push({ atMs, endMs: Date.now() - this.t0, kind, detail });

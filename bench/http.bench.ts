@@ -567,12 +567,13 @@ async function main(): Promise<void> {
   startWatchdog(WATCHDOG_MS);
   const { db, redis } = await connectBench();
   const settings = await db.query<{ name: string; setting: string }>(
-    `SELECT name, setting FROM pg_settings WHERE name IN ('server_version', 'fsync', 'synchronous_commit', 'full_page_writes', 'wal_sync_method')`,
+    `SELECT name, setting FROM pg_settings WHERE name IN ('server_version', 'fsync', 'synchronous_commit', 'full_page_writes', 'wal_sync_method', 'commit_delay', 'commit_siblings', 'max_connections')`,
   );
   const pg = Object.fromEntries(settings.rows.map((r) => [r.name, r.setting]));
   process.stdout.write(
     `HTTP benchmark (run ${RUN}): node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), ` +
-    `Postgres ${pg.server_version} (fsync=${pg.fsync}, synchronous_commit=${pg.synchronous_commit}), ` +
+    `Postgres ${pg.server_version} (fsync=${pg.fsync}, synchronous_commit=${pg.synchronous_commit}, wal_sync_method=${pg.wal_sync_method}, ` +
+    `commit_delay=${pg.commit_delay} µs, commit_siblings=${pg.commit_siblings}, max_connections=${pg.max_connections}), ` +
     `pool size ${POOL_SIZE ?? `default (${DEFAULT_POOL_SIZE})`}\n` +
     `load average at start: ${os.loadavg().map((n) => n.toFixed(2)).join(' ')}\n` +
     `autocannon: ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s measured per case, POST ${BODY.length}-byte JSON; ` +

@@ -52,8 +52,8 @@ const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH
 const ONLY = (process.env.BENCH_CASES ?? '').split(',').map((s) => s.trim()).filter(Boolean);
 const DUP_GROUP = 20;
 const REQUEST_TIMEOUT_S = 5;
-/** Hard limit for the whole run; the benchmark itself takes about a minute and a half. */
-const WATCHDOG_MS = 5 * 60_000;
+/** Hard limit for the whole run (a round of every case takes about a minute and a half per adapter on a quiet machine, far more under load). */
+const WATCHDOG_MS = (5 + 5 * ROUNDS) * 60_000;
 const SERVER_START_TIMEOUT_MS = 60_000;
 const SETTLE_MS = 500;
 

@@ -11,6 +11,7 @@ import type { Observable } from 'rxjs';
 import { ModuleRef, NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { Pool } from 'pg';
 import { currentTransaction, Idempotent, IdempotencyModule, IdempotencyModuleOptions, SkipIdempotency } from '../lib';
 import { IdempotencyConnections } from '../lib/storage/idempotency-connections';
@@ -19,8 +20,11 @@ export type AdapterName = 'express' | 'fastify';
 
 /** What one bench process serves on `POST /orders`. */
 export type BenchAppSpec =
-  /** This library's module (the interceptor acts on /orders; /plain skips it). */
-  | { kind: 'ours'; options: IdempotencyModuleOptions }
+  /**
+   * This library's module (the interceptor acts on /orders; /plain skips it); `libDir`: another checkout's `lib`
+   * (e.g. main's, for before/after figures in one run), loaded in place of this one's.
+   */
+  | { kind: 'ours'; options: IdempotencyModuleOptions; libDir?: string }
   /** No module at all: the leanest app serving the same route. */
   | { kind: 'bare' }
   /** @node-idempotency/nestjs with its Redis storage adapter, its @Idempotent() on the route. */
@@ -249,8 +253,12 @@ function benchModule(imports: NonNullable<Parameters<typeof Module>[0]>['imports
 /** The module of one bench app; the peer is loaded only when asked for (a dev dependency of the benchmark). */
 async function moduleFor(spec: BenchAppSpec): Promise<Type<unknown>> {
   switch (spec.kind) {
-    case 'ours':
-      return benchModule([IdempotencyModule.forRoot(spec.options)], undefined, [InsertController]);
+    case 'ours': {
+      if (!spec.libDir) return benchModule([IdempotencyModule.forRoot(spec.options)], undefined, [InsertController]);
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- a checkout chosen at run time
+      const other = require(path.resolve(spec.libDir)) as { IdempotencyModule: typeof IdempotencyModule };
+      return benchModule([other.IdempotencyModule.forRoot(spec.options)]);
+    }
     case 'bare':
     case 'floor':
       return benchModule([]);

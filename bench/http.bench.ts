@@ -16,6 +16,7 @@
 //   (k) first-time keys on the same insert with transaction: true (the row commits with the stored response)
 //   (l) the bare app's route behind a no-op interceptor: what Nest charges for any interceptor (the floor of (a), (m))
 //   (m) pass-through: requests without an Idempotency-Key on the guarded route of this library's app
+//   (C), (D), (M): (c), (d), (m) with another checkout's library (BENCH_BASE=<its root>, e.g. main's): before/after in one run
 //
 // Settings (environment): BENCH_CONNECTIONS (50), BENCH_DURATION seconds (5), BENCH_WARMUP seconds (1),
 // BENCH_ADAPTERS ("express,fastify"), BENCH_CASES (all; e.g. "b,e"), BENCH_POOL_SIZE (unset: the module's default),
@@ -43,14 +44,16 @@ const ADAPTERS = (process.env.BENCH_ADAPTERS ?? 'express,fastify').split(',').ma
 const KEEP = process.env.BENCH_KEEP === '1';
 /** BENCH_ROUNDS=3 measures the read-only cases three times, interleaved, and reports each one's median (steadier on a loaded machine). */
 const ROUNDS = positiveInt('BENCH_ROUNDS', 1);
+/** BENCH_BASE=<dir>: a checkout of this repository (its `lib` is loaded) measured as (C), (D), (M) beside (c), (d), (m). */
+const BASE_DIR = process.env.BENCH_BASE ? path.resolve(process.env.BENCH_BASE) : undefined;
 /** BENCH_CASES=b,e runs only those (and the baseline (a)), e.g. while profiling. */
 /** BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each measured run there. */
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined;
 const ONLY = (process.env.BENCH_CASES ?? '').split(',').map((s) => s.trim()).filter(Boolean);
 const DUP_GROUP = 20;
 const REQUEST_TIMEOUT_S = 5;
-/** Hard limit for the whole run; the benchmark itself takes about a minute and a half. */
-const WATCHDOG_MS = 5 * 60_000;
+/** Hard limit for the whole run (a round of every case takes about a minute and a half per adapter on a quiet machine, far more under load). */
+const WATCHDOG_MS = (5 + 5 * ROUNDS) * 60_000;
 const SERVER_START_TIMEOUT_MS = 60_000;
 const SETTLE_MS = 500;
 
@@ -60,9 +63,9 @@ const DEFAULT_POOL_SIZE = 20;
 const BODY = JSON.stringify({ amount: 42, currency: 'EUR' });
 const RUN = randomBytes(4).toString('hex');
 
-type CaseId = '0' | 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i' | 'j' | 'k' | 'l' | 'm';
-/** One process each: this library with Redis, with `redis: false`, the bare app, the peer, the floor. */
-type AppName = 'redis' | 'pg' | 'bare' | 'peer' | 'floor';
+type CaseId = '0' | 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i' | 'j' | 'k' | 'l' | 'm' | 'C' | 'D' | 'M';
+/** One process each: this library with Redis, with `redis: false`, the bare app, the peer, the floor, and BENCH_BASE's library with and without Redis. */
+type AppName = 'redis' | 'pg' | 'bare' | 'peer' | 'floor' | 'base' | 'basepg';
 type Phase = 'w' | 'm';
 
 interface CaseSpec {
@@ -154,14 +157,30 @@ const CASES: CaseSpec[] = [
     id: 'm', label: '(m) pass-through: guarded route, no key', app: 'redis', path: '/orders',
     keys: () => () => undefined, measuredPrefix: `none-${RUN}`,
   },
+  {
+    id: 'C', label: "(C) = (c) with BENCH_BASE's library", app: 'base', path: '/orders',
+    keys: () => () => `replay-base-${RUN}`, measuredPrefix: `replay-base-${RUN}`,
+    prepare: (port) => completeOnce(port, `replay-base-${RUN}`),
+  },
+  {
+    id: 'D', label: "(D) = (d) with BENCH_BASE's library", app: 'basepg', path: '/orders',
+    keys: () => () => `replay-basepg-${RUN}`, measuredPrefix: `replay-basepg-${RUN}`,
+    prepare: (port) => completeOnce(port, `replay-basepg-${RUN}`),
+  },
+  {
+    id: 'M', label: "(M) = (m) with BENCH_BASE's library", app: 'base', path: '/orders',
+    keys: () => () => undefined, measuredPrefix: `none-base-${RUN}`,
+  },
 ];
 /** Measured in this order (writes last, so Postgres background work after (b) does not disturb the replays). */
-const RUN_ORDER: CaseId[] = (['0', 'l', 'a', 'm', 'c', 'g', 'd', 'h', 'b', 'f', 'e', 'i', 'j', 'k'] as CaseId[]).filter((id) => id === '0' || ONLY.length === 0 || ONLY.includes(id));
+const RUN_ORDER: CaseId[] = (['0', 'l', 'a', 'm', 'M', 'c', 'C', 'g', 'd', 'D', 'h', 'b', 'f', 'e', 'i', 'j', 'k'] as CaseId[])
+  .filter((id) => id === '0' || ONLY.length === 0 || ONLY.includes(id))
+  .filter((id) => BASE_DIR !== undefined || !['C', 'D', 'M'].includes(id));
 /** What (h) reads must exist: (d) prepares it, so (h) brings (d) along. */
 if (RUN_ORDER.includes('h') && !RUN_ORDER.includes('d')) RUN_ORDER.splice(RUN_ORDER.indexOf('h'), 0, 'd');
 
 /** Cases that can be measured again in later rounds (BENCH_ROUNDS): their keys are the same in every round. */
-const REPEATABLE = new Set<CaseId>(['0', 'a', 'c', 'd', 'g', 'h', 'l', 'm']);
+const REPEATABLE = new Set<CaseId>(['0', 'a', 'c', 'd', 'g', 'h', 'l', 'm', 'C', 'D', 'M']);
 
 /**
  * One case's rounds as one result: the round of median req/s, with the median server CPU per request of all
@@ -292,6 +311,7 @@ async function check(spec: CaseSpec, r: autocannon.Result, handler: HandlerStats
     case 'i':
     case 'l':
     case 'm':
+    case 'M':
       if (ok !== total) w.push(`${total - ok} responses other than 201`);
       break;
     case 'f':
@@ -314,6 +334,8 @@ async function check(spec: CaseSpec, r: autocannon.Result, handler: HandlerStats
     case 'd':
     case 'g':
     case 'h':
+    case 'C':
+    case 'D':
       if (ok !== total) w.push(`${total - ok} non-201 responses (${conflicts} × 409, ${other} other): every request should replay`);
       if (handler.calls > 0) w.push(`the handler ran ${handler.calls} times; replays must not run it`);
       break;
@@ -410,9 +432,12 @@ function markdownTable(header: string[], rows: string[][]): string {
 interface Prefixes {
   redis: string;
   peer: string;
+  base: string;
 }
 
-async function benchAdapter(adapter: AdapterName, schemas: Record<'redis' | 'pg', string>, prefixes: Prefixes, db: Client, redis: Redis): Promise<AdapterRun> {
+type Schemas = Record<'redis' | 'pg' | 'base' | 'basepg', string>;
+
+async function benchAdapter(adapter: AdapterName, schemas: Schemas, prefixes: Prefixes, db: Client, redis: Redis): Promise<AdapterRun> {
   const postgres = (schema: string) => ({ url: env('DATABASE_URL'), schema, ...(POOL_SIZE ? { poolSize: POOL_SIZE } : {}) });
   const redisOptions: IdempotencyModuleOptions = {
     postgres: postgres(schemas.redis), redis: { url: env('REDIS_URL'), keyPrefix: prefixes.redis }, migrationsRun: true,
@@ -423,6 +448,11 @@ async function benchAdapter(adapter: AdapterName, schemas: Record<'redis' | 'pg'
     bare: { kind: 'bare' },
     peer: { kind: 'node-idempotency', redisUrl: env('REDIS_URL'), keyPrefix: prefixes.peer },
     floor: { kind: 'floor', databaseUrl: env('DATABASE_URL'), schema: schemas.pg, poolSize: POOL_SIZE ?? DEFAULT_POOL_SIZE },
+    base: {
+      kind: 'ours', libDir: path.join(BASE_DIR ?? '.', 'lib'),
+      options: { postgres: postgres(schemas.base), redis: { url: env('REDIS_URL'), keyPrefix: prefixes.base }, migrationsRun: true },
+    },
+    basepg: { kind: 'ours', libDir: path.join(BASE_DIR ?? '.', 'lib'), options: { postgres: postgres(schemas.basepg), redis: false, migrationsRun: true } },
   };
   const needed = [...new Set(RUN_ORDER.map((id) => CASES.find((c) => c.id === id)!.app))];
   process.stderr.write(`[bench] ${adapter}: starting the apps (${needed.join(', ')}), one process each\n`);
@@ -537,12 +567,13 @@ async function main(): Promise<void> {
   startWatchdog(WATCHDOG_MS);
   const { db, redis } = await connectBench();
   const settings = await db.query<{ name: string; setting: string }>(
-    `SELECT name, setting FROM pg_settings WHERE name IN ('server_version', 'fsync', 'synchronous_commit', 'full_page_writes', 'wal_sync_method')`,
+    `SELECT name, setting FROM pg_settings WHERE name IN ('server_version', 'fsync', 'synchronous_commit', 'full_page_writes', 'wal_sync_method', 'commit_delay', 'commit_siblings', 'max_connections')`,
   );
   const pg = Object.fromEntries(settings.rows.map((r) => [r.name, r.setting]));
   process.stdout.write(
     `HTTP benchmark (run ${RUN}): node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), ` +
-    `Postgres ${pg.server_version} (fsync=${pg.fsync}, synchronous_commit=${pg.synchronous_commit}), ` +
+    `Postgres ${pg.server_version} (fsync=${pg.fsync}, synchronous_commit=${pg.synchronous_commit}, wal_sync_method=${pg.wal_sync_method}, ` +
+    `commit_delay=${pg.commit_delay} µs, commit_siblings=${pg.commit_siblings}, max_connections=${pg.max_connections}), ` +
     `pool size ${POOL_SIZE ?? `default (${DEFAULT_POOL_SIZE})`}\n` +
     `load average at start: ${os.loadavg().map((n) => n.toFixed(2)).join(' ')}\n` +
     `autocannon: ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s measured per case, POST ${BODY.length}-byte JSON; ` +
@@ -553,10 +584,12 @@ async function main(): Promise<void> {
   const allPrefixes: string[] = [];
   try {
     for (const adapter of ADAPTERS) {
-      const schemas = { redis: `bench_${RUN}_${adapter}_r`, pg: `bench_${RUN}_${adapter}_p` };
-      const prefixes = { redis: `idem-bench-${RUN}-${adapter}`, peer: `idem-bench-${RUN}-${adapter}-peer` };
-      allSchemas.push(schemas.redis, schemas.pg);
-      allPrefixes.push(prefixes.redis, prefixes.peer);
+      const schemas: Schemas = {
+        redis: `bench_${RUN}_${adapter}_r`, pg: `bench_${RUN}_${adapter}_p`, base: `bench_${RUN}_${adapter}_br`, basepg: `bench_${RUN}_${adapter}_bp`,
+      };
+      const prefixes = { redis: `idem-bench-${RUN}-${adapter}`, peer: `idem-bench-${RUN}-${adapter}-peer`, base: `idem-bench-${RUN}-${adapter}-base` };
+      allSchemas.push(...Object.values(schemas));
+      allPrefixes.push(...Object.values(prefixes));
       report(adapter, await benchAdapter(adapter, schemas, prefixes, db, redis));
     }
   } finally {

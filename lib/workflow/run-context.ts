@@ -30,6 +30,8 @@ export interface RunContext {
   calls: DurableCalls;
   /** Journal outcomes being produced without a durable wait (step jobs, writes): while any is, the run stays. */
   busy: number;
+  /** Wake-up times registered before this run began (ms since the epoch, Infinity: none by time), by position. */
+  registeredWaits: Map<number, number>;
   /** The durable waits (sleep, recv, a child's result) this run is in, by position. */
   waits: Map<number, RunWait>;
   /** An idle check is scheduled (see `scheduleIdleCheck`). */

@@ -178,8 +178,8 @@ export class WorkflowQueues {
       await q.add(workflowName, { executionId }, { jobId, removeOnComplete: true, removeOnFail: true });
       return;
     }
-    // Not delayed (any more): it runs anyway.
-    if (await job.isDelayed()) await job.promote().catch(() => undefined);
+    // A job that is not delayed (any more) runs anyway: promote() refuses it, which is fine.
+    await job.promote().catch(() => undefined);
   }
 
   /** Tells every process listening to `queue` that an event key of an execution was set (getEvent waiters read it). */

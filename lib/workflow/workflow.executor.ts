@@ -75,7 +75,7 @@ export class WorkflowExecutor {
       throw new WorkflowNotFoundError(`workflow "${execution.workflowName}" is not registered in this instance`);
     }
     const run: RunContext = {
-      execution, workflow, journal: this.journal(executionId, begun.recorded, () => run), abort: new AbortController(), calls: this.calls, busy: 0, waits: new Map(),
+      execution, workflow, journal: this.journal(executionId, begun.recorded, () => run), abort: new AbortController(), calls: this.calls, busy: 0, waits: new Map(), registeredWaits: begun.waits ?? new Map<number, number>(),
     };
     this.active.add(run);
     // A message sent, or a child finished, in this process: the run's waits check again at once.

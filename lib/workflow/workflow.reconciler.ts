@@ -4,6 +4,7 @@ import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { UnfinishedExecution, WorkflowStore } from './storage/workflow.store';
 import { WorkflowRegistry } from './workflow.registry';
 import { WAKE_ON_SIGNAL_DELAY_MS, workflowJobId, WorkflowQueues } from './workflow-queues';
+import { WAKE_EARLY_MS } from './run-waits';
 import { LongTimer, setLongInterval } from '../utils/long-timer';
 
 const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
@@ -76,7 +77,7 @@ export class WorkflowReconciler {
       if (suspended) {
         // Its job was lost (Redis flushed) while it waited: no crash, so no recovery counted; it wakes at its stored time.
         const until = execution.suspendedUntil as number;
-        const delay = due ? 0 : until === Infinity ? WAKE_ON_SIGNAL_DELAY_MS : until - Date.now();
+        const delay = due ? 0 : until === Infinity ? WAKE_ON_SIGNAL_DELAY_MS : Math.max(0, until - WAKE_EARLY_MS - Date.now());
         await queue.add(workflow.name, { executionId: execution.executionId }, { jobId, delay, removeOnComplete: true, removeOnFail: true });
         requeued++;
         continue;

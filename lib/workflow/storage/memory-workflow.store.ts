@@ -81,7 +81,7 @@ export class MemoryWorkflowStore extends WorkflowStore {
       return { kind: 'skip', execution: view(execution) };
     }
     const recorded = [...(this.checkpoints.get(executionId)?.values() ?? [])].sort((a, b) => a.sequence - b.sequence);
-    return { kind: 'run', execution: view(execution), recorded: recorded.map(jsonCopyCheckpoint) };
+    return { kind: 'run', execution: view(execution), recorded: recorded.map(jsonCopyCheckpoint), waits: new Map(this.waits.get(executionId)) };
   }
 
   finish(

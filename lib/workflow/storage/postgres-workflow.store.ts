@@ -135,14 +135,15 @@ export class PostgresWorkflowStore extends WorkflowStore {
   }
 
   async begin(executionId: string, maxRecoveries: number): Promise<BeginOutcome> {
-    const rows = await this.query<ExecutionRow & { steps: StepRow[] }>({ ...this.sql.begin, values: [executionId] });
+    const rows = await this.query<ExecutionRow & { steps: StepRow[]; waits: Record<string, number | null> | null }>({ ...this.sql.begin, values: [executionId] });
     if (rows.length === 0) return { kind: 'skip', execution: await this.get(executionId) };
     const execution = toExecution(rows[0]);
     if (execution.recoveryAttempts > maxRecoveries) {
       await this.failExhausted(executionId, maxRecoveries);
       return { kind: 'skip', execution: await this.get(executionId) };
     }
-    return { kind: 'run', execution, recorded: rows[0].steps.map(toRecorded) };
+    const waits = new Map(Object.entries(rows[0].waits ?? {}).map(([position, wakeMs]) => [Number(position), wakeMs ?? Infinity]));
+    return { kind: 'run', execution, recorded: rows[0].steps.map(toRecorded), waits };
   }
 
   async finish(
@@ -311,26 +312,8 @@ export class PostgresWorkflowStore extends WorkflowStore {
   }
 
   async receive(executionId: string, position: number, topic: string, argsHash: string | null): Promise<StepCheckpoint | null> {
-    return retryTransient(() => withClient(this.connection.pool, async (client) => {
-      try {
-        await client.query('BEGIN');
-        const taken = await client.query<{ seq: string; message: unknown }>({ ...this.sql.takeMessage, values: [executionId, topic] });
-        if (taken.rows.length === 0) {
-          await client.query('ROLLBACK');
-          return null;
-        }
-        const { seq, message } = taken.rows[0];
-        await client.query({ ...this.sql.consumeMessage, values: [seq, position] });
-        const values = [executionId, position, '@recv', 'completed', JSON.stringify({ message }), null, 1, argsHash];
-        const rows = (await client.query<StepRow & { written: boolean }>({ ...this.sql.checkpoint, values })).rows;
-        // Another writer holds the position (a timeout, a racing run): the message stays unread.
-        await client.query(rows[0]?.written ? 'COMMIT' : 'ROLLBACK');
-        return rows.length > 0 ? toCheckpoint(rows[0]) : (await this.stepState(executionId, position)).checkpoint;
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw err;
-      }
-    }), this.retryForMs);
+    const rows = await this.query<StepRow & { written: boolean }>({ ...this.sql.receive, values: [executionId, position, topic, argsHash] });
+    return rows.length === 0 ? null : toCheckpoint(rows[0]);
   }
 
   async send(workflowId: string, topic: string, message: unknown, idempotencyKey: string | null): Promise<SentMessage | null> {

@@ -48,9 +48,12 @@ export interface RunEnd {
   endedBy: number[];
 }
 
-/** What `begin` found: the execution to run with its journal (in sequence order), or an execution that must not run. */
+/**
+ * What `begin` found: the execution to run with its journal (in sequence order) and its registered waits (wake-up
+ * time by position, Infinity: none by time), or an execution that must not run.
+ */
 export type BeginOutcome =
-  | { kind: 'run'; execution: WorkflowExecution; recorded: RecordedStep[] }
+  | { kind: 'run'; execution: WorkflowExecution; recorded: RecordedStep[]; waits?: Map<number, number> }
   | { kind: 'skip'; execution: WorkflowExecution | null };
 
 /** A step's outcome to checkpoint. */

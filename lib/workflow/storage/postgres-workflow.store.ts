@@ -4,7 +4,7 @@ import type { StoredError } from '../../errors/workflow-failed.error';
 import type { ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
 import { retryTransient } from './transient';
 import {
-  BeginOutcome, EventRead, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore,
+  BeginOutcome, EventRead, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore, RegisteredWait,
 } from './workflow.store';
 import { WorkflowSql, workflowSql } from './workflow.sql';
 import { withClient } from '../../storage/postgres/checkout';
@@ -135,14 +135,16 @@ export class PostgresWorkflowStore extends WorkflowStore {
   }
 
   async begin(executionId: string, maxRecoveries: number): Promise<BeginOutcome> {
-    const rows = await this.query<ExecutionRow & { steps: StepRow[]; waits: Record<string, number | null> | null }>({ ...this.sql.begin, values: [executionId] });
+    const rows = await this.query<ExecutionRow & { steps: StepRow[]; waits: Record<string, { kind: WaitKind; argsHash: string | null; wakeAt: number | null }> | null }>({
+      ...this.sql.begin, values: [executionId],
+    });
     if (rows.length === 0) return { kind: 'skip', execution: await this.get(executionId) };
     const execution = toExecution(rows[0]);
     if (execution.recoveryAttempts > maxRecoveries) {
       await this.failExhausted(executionId, maxRecoveries);
       return { kind: 'skip', execution: await this.get(executionId) };
     }
-    const waits = new Map(Object.entries(rows[0].waits ?? {}).map(([position, wakeMs]) => [Number(position), wakeMs ?? Infinity]));
+    const waits = new Map(Object.entries(rows[0].waits ?? {}).map(([position, w]) => [Number(position), { ...w, wakeAt: w.wakeAt ?? Infinity }]));
     return { kind: 'run', execution, recorded: rows[0].steps.map(toRecorded), waits };
   }
 
@@ -301,14 +303,15 @@ export class PostgresWorkflowStore extends WorkflowStore {
     return (await new LeaseLock(this.connection, this.sql.lockKey).run(work)).acquired;
   }
 
-  async registerWait(executionId: string, position: number, kind: WaitKind, afterMs: number | null): Promise<number> {
+  async registerWait(executionId: string, position: number, kind: WaitKind, argsHash: string | null, afterMs: number | null): Promise<RegisteredWait> {
     const gone = () => new Error(`wait #${position} of execution ${executionId} could not be registered (the execution no longer exists)`);
-    const values = [executionId, position, kind, afterMs === null ? null : Math.round(afterMs)];
-    const rows = await this.query<{ wake_ms: number | null }>({ ...this.sql.registerWait, values }).catch((err: Error & { code?: string }) => {
-      throw err.code === '23503' ? gone() : err; // foreign key: the execution was removed
-    });
+    const values = [executionId, position, kind, afterMs === null ? null : Math.round(afterMs), argsHash];
+    const rows = await this.query<{ kind: WaitKind; args_hash: string | null; wake_ms: number | null }>({ ...this.sql.registerWait, values })
+      .catch((err: Error & { code?: string }) => {
+        throw err.code === '23503' ? gone() : err; // foreign key: the execution was removed
+      });
     if (rows.length === 0) throw gone();
-    return rows[0].wake_ms ?? Infinity;
+    return { kind: rows[0].kind, argsHash: rows[0].args_hash, wakeAt: rows[0].wake_ms ?? Infinity };
   }
 
   async receive(executionId: string, position: number, topic: string, argsHash: string | null): Promise<StepCheckpoint | null> {

@@ -45,7 +45,8 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
         RETURNING *
       )
       SELECT x.*, coalesce((SELECT json_agg(${stepJson} ORDER BY s.seq) FROM ${s} s WHERE s.execution_id = $1), '[]'::json) AS steps,
-             (SELECT json_object_agg(w.position, CASE WHEN w.wake_at = 'infinity' THEN NULL ELSE (extract(epoch FROM w.wake_at) * 1000)::float8 END)
+             (SELECT json_object_agg(w.position, json_build_object('kind', w.kind, 'argsHash', w.args_hash,
+                       'wakeAt', CASE WHEN w.wake_at = 'infinity' THEN NULL ELSE (extract(epoch FROM w.wake_at) * 1000)::float8 END))
                 FROM ${w} w WHERE w.execution_id = $1) AS waits
         FROM x`,
     finish: `
@@ -159,16 +160,16 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
     // The durable wait at a position: registered once; a replay reads the stored wake-up time back.
     registerWait: `
       WITH ins AS (
-        INSERT INTO ${w} (execution_id, position, kind, wake_at)
-        VALUES ($1, $2, $3, CASE WHEN $4::bigint IS NULL THEN 'infinity'::timestamptz ELSE now() + ${ms('$4')} END)
+        INSERT INTO ${w} (execution_id, position, kind, args_hash, wake_at)
+        VALUES ($1, $2, $3, $5, CASE WHEN $4::bigint IS NULL THEN 'infinity'::timestamptz ELSE now() + ${ms('$4')} END)
         ON CONFLICT (execution_id, position) DO NOTHING
-        RETURNING wake_at
+        RETURNING kind, args_hash, wake_at
       ), found AS (
-        SELECT wake_at FROM ins
+        SELECT kind, args_hash, wake_at FROM ins
         UNION ALL
-        SELECT wake_at FROM ${w} WHERE execution_id = $1 AND position = $2 AND NOT EXISTS (SELECT 1 FROM ins)
+        SELECT kind, args_hash, wake_at FROM ${w} WHERE execution_id = $1 AND position = $2 AND NOT EXISTS (SELECT 1 FROM ins)
       )
-      SELECT CASE WHEN wake_at = 'infinity' THEN NULL ELSE (extract(epoch FROM wake_at) * 1000)::float8 END AS wake_ms FROM found`,
+      SELECT kind, args_hash, CASE WHEN wake_at = 'infinity' THEN NULL ELSE (extract(epoch FROM wake_at) * 1000)::float8 END AS wake_ms FROM found`,
     // One statement: takes the oldest unread message of the topic (row-locked), checkpoints it at the position the way
     // 'checkpoint' does, and marks it consumed only if that checkpoint was written — so a message is consumed once,
     // and stays unread when the position already holds an outcome (a timeout, a racing run). Locks: message, then

@@ -24,6 +24,7 @@ import { currentTransaction, IdempotencyModule, Step, Workflow, WorkflowClient }
 import { deleteRedisKeys, runBench } from './bench-support';
 import type { DbosPeerConfig, DbosPeerRow } from './workflows-dbos.peer';
 import { keepInFlight, percentile, STEPS } from './workflow-bench-support';
+import { waitCases } from './workflow-waits.bench-cases';
 
 const DATABASE_URL = need('DATABASE_URL');
 const REDIS_URL = need('REDIS_URL');
@@ -266,6 +267,7 @@ async function main(): Promise<void> {
     const b2 = await pgInserts(pool, s(20_000));
     const b3 = await bullmqWithInsert(pool, s(20_000));
     const rt = await roundTrip(s(300));
+    const waits = await waitCases(DATABASE_URL, REDIS_URL, s(1000), s(200));
     const out = (line = '') => process.stdout.write(`${line}\n`);
     out(`\nDurable workflows benchmark — node ${process.version}, ${os.cpus().length} CPU(s) (${os.cpus()[0]?.model ?? 'unknown'}), Redis ${(await redis.info('server')).match(/redis_version:(\S+)/)?.[1] ?? '?'}`);
     out('');
@@ -276,6 +278,12 @@ async function main(): Promise<void> {
     }
     for (const b of [b1, b2, b3]) out(`| ${b.label} | ${fmt(b.perSec)} jobs/s | | | | | |`);
     out(`| ${rt.label} | | ${fmt(rt.p50, 2)} | ${fmt(rt.p99, 2)} | | | |`);
+    out('');
+    out('| waiting (issue 11) | p50 (ms) | p99 (ms) |');
+    out('|---|---:|---:|');
+    for (const w of waits) out(`| ${w.label} | ${fmt(w.p50, 1)} | ${fmt(w.p99, 1)} |`);
+    out(`goals (issue 11): sleep wake-up lateness p50 ≤ 50 ms → ${fmt(waits[0].p50, 1)} ms (${waits[0].p50 <= 50 ? 'met' : 'NOT met'}); ` +
+      `send→recv p50 ≤ 10 ms → ${fmt(waits[1].p50, 1)} ms (${waits[1].p50 <= 10 ? 'met' : 'NOT met'})`);
     out('');
     out(`transactional insert steps vs the same insert without a transaction: ${fmt(txInserts.perSec / plainInserts.perSec, 2)} (goal ≥ 1.00: ${txInserts.perSec >= plainInserts.perSec ? 'met' : 'NOT met'})`);
     const c100 = rows[2];

@@ -6,6 +6,7 @@ import { AddWorkflowResultWaiters1764000200000 } from './1764000200000-add-workf
 import { CreateIdempotencyLocks1764000500000 } from './1764000500000-create-idempotency-locks';
 import { CreateOutboxMessages1764000800000 } from './1764000800000-create-outbox-messages';
 import { WorkflowWaits1764001400000 } from './1764001400000-workflow-waits';
+import { WorkflowWaitCalls1764001400100 } from './1764001400100-workflow-wait-calls';
 import { skipWhenRecorded } from './recorded-migrations';
 
 /** The library's migrations as written, in order (the module and the CLI apply these). */
@@ -18,6 +19,7 @@ export const IDEMPOTENCY_MIGRATION_CLASSES = [
   CreateIdempotencyLocks1764000500000,
   CreateOutboxMessages1764000800000,
   WorkflowWaits1764001400000,
+  WorkflowWaitCalls1764001400100,
 ];
 
 /**

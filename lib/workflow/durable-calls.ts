@@ -3,12 +3,12 @@ import { ChildWorkflowFailedError } from '../errors/child-workflow-failed.error'
 import { WorkflowError } from '../errors/workflow.error';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
-import { verifyRecorded } from './journal-verify';
+import { verifyRecorded, waitAsRecorded } from './journal-verify';
 import { RunContext } from './run-context';
 import { produceOutcome, waitInRun } from './run-waits';
 import { serializeError } from './serialize-error';
 import { stepArgsHash } from './step-args-hash';
-import { StepOutcome, WorkflowStore } from './storage/workflow.store';
+import { StepOutcome, WaitKind, WorkflowStore } from './storage/workflow.store';
 import { WorkflowClient } from './workflow.client';
 import type { StepCheckpoint, WorkflowStatus } from './workflow.interfaces';
 import { WorkflowQueues } from './workflow-queues';
@@ -55,9 +55,8 @@ export class DurableCalls {
 
   /** A durable sleep: the wake-up time is registered at the call's position; a replay after it returns at once. */
   async sleep(run: RunContext, durationMs: number): Promise<void> {
-    const id = run.execution.executionId;
     await this.call(run, DURABLE_CALL.sleep, null, async (position) => {
-      const wakeAt = await this.store.registerWait(id, position, 'sleep', durationMs);
+      const wakeAt = await this.registerWait(run, position, 'sleep', null, durationMs);
       while (Date.now() < wakeAt) await waitInRun(run, position, wakeAt);
       return this.complete(run, position, DURABLE_CALL.sleep, null, null);
     });
@@ -68,7 +67,7 @@ export class DurableCalls {
     const id = run.execution.executionId;
     const argsHash = stepArgsHash([topic]);
     const checkpoint = await this.call(run, DURABLE_CALL.recv, argsHash, async (position) => {
-      const wakeAt = await this.store.registerWait(id, position, 'recv', timeoutMs);
+      const wakeAt = await this.registerWait(run, position, 'recv', argsHash, timeoutMs);
       for (;;) {
         const received = await this.store.receive(id, position, topic, argsHash);
         if (received) return received;
@@ -135,6 +134,16 @@ export class DurableCalls {
     const failure = new ChildWorkflowFailedError(child.workflowId, child.executionId, status, stripStatus(error));
     run.journal.noteFailure(failure, checkpoint.position);
     throw failure;
+  }
+
+  /**
+   * The wake-up time of the wait at a position: as registered before this run began, else registered now. A wait of
+   * another kind or call registered there (the code changed while it waited) stops the run with a DeterminismError.
+   */
+  private async registerWait(run: RunContext, position: number, kind: WaitKind, argsHash: string | null, afterMs: number | null): Promise<number> {
+    const wait = run.registeredWaits.get(position) ?? (await this.store.registerWait(run.execution.executionId, position, kind, argsHash, afterMs));
+    verifyRecorded(run, position, `@${kind}`, argsHash, waitAsRecorded(position, wait));
+    return wait.wakeAt;
   }
 
   /** Takes the next position; a recorded outcome answers it, otherwise `produce` makes it. Returns the outcome in its turn. */

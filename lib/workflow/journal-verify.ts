@@ -1,6 +1,6 @@
 import { DeterminismError } from '../errors/determinism.error';
 import { RunContext, RunStopped, stopRun } from './run-context';
-import type { RecordedStep } from './storage/workflow.store';
+import type { RecordedStep, RegisteredWait } from './storage/workflow.store';
 
 /**
  * @internal The call made at a journal position must be the one recorded there: same name (a step's, or `@sleep`,
@@ -16,4 +16,9 @@ export function verifyRecorded(run: RunContext, position: number, name: string, 
   });
   stopRun(run, new RunStopped('nondeterministic', error));
   throw error;
+}
+
+/** @internal A registered wait as the journal row it stands for, to verify a call against (`@sleep`, `@recv`). */
+export function waitAsRecorded(position: number, wait: RegisteredWait): RecordedStep {
+  return { position, name: `@${wait.kind}`, status: 'retrying', result: null, error: null, attempts: 0, completedAt: new Date(0), sequence: -1, argsHash: wait.argsHash };
 }

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { DurableCalls } from './durable-calls';
 import type { RunJournal } from './run-journal';
+import type { RegisteredWait } from './storage/workflow.store';
 import type { RegisteredWorkflow } from './workflow.registry';
 import type { WorkflowExecution } from './workflow.interfaces';
 
@@ -30,6 +31,8 @@ export interface RunContext {
   calls: DurableCalls;
   /** Journal outcomes being produced without a durable wait (step jobs, writes): while any is, the run stays. */
   busy: number;
+  /** The waits registered before this run began, by position. */
+  registeredWaits: Map<number, RegisteredWait>;
   /** The durable waits (sleep, recv, a child's result) this run is in, by position. */
   waits: Map<number, RunWait>;
   /** An idle check is scheduled (see `scheduleIdleCheck`). */

@@ -3,6 +3,15 @@ import type { StepCheckpoint } from './workflow.interfaces';
 import { setLongTimeout } from '../utils/long-timer';
 
 /**
+ * A wait due within this long is waited out in the run (holding its worker slot that briefly) instead of suspending:
+ * a suspended run's job is made due this much earlier (WAKE_EARLY_MS), so it has replayed by the wake-up time.
+ */
+export const HOLD_IN_RUN_MS = 300;
+
+/** How much earlier than its wake-up time a suspended run's job becomes due (it then waits the rest in the run). */
+export const WAKE_EARLY_MS = 250;
+
+/**
  * @internal Produces a journal outcome (a step's checkpoint, a fired sleep, a received message …) and hands it to the
  * journal, which delivers it in its turn. While `work` runs the run counts as busy, except inside `waitInRun`. An
  * error other than the run stopping stops the run as an infrastructure failure (the job fails and is recovered).
@@ -53,7 +62,8 @@ export function nudgeWaits(run: RunContext): void {
 
 /**
  * @internal After the workflow code has reacted to what it received (a later macrotask), suspends the run when it only
- * waits: no step or write in flight, nothing for the journal to deliver, and at least one durable wait, none due.
+ * waits: no step or write in flight, nothing for the journal to deliver, and at least one durable wait, none due
+ * within HOLD_IN_RUN_MS.
  */
 export function scheduleIdleCheck(run: RunContext): void {
   if (run.idleCheckScheduled || run.stopped) return;
@@ -62,7 +72,7 @@ export function scheduleIdleCheck(run: RunContext): void {
     run.idleCheckScheduled = false;
     if (run.stopped || run.busy > 0 || run.waits.size === 0 || !run.journal.isQuiet) return;
     const until = Math.min(...[...run.waits.values()].map((w) => w.until));
-    if (until <= Date.now()) return; // its timer fires now
+    if (until - Date.now() <= HOLD_IN_RUN_MS) return; // due soon: its timer fires in this run
     stopRun(run, new RunStopped('suspended', undefined, until));
   });
 }

@@ -45,6 +45,7 @@ export function eventSignalKey(executionId: string, key: string): string {
 /** Custom events on a workflow queue's events stream: every process that listens to the queue hears them. */
 const EVENT_SET = 'idem:event-set';
 const RUN_WAKE = 'idem:run-wake';
+const EVENTS_MAX_LEN = 10_000;
 
 /** Far enough ahead for a job that only a message or a child wakes (BullMQ keeps delays as scores: a year stays exact). */
 export const WAKE_ON_SIGNAL_DELAY_MS = 365 * 86_400_000;
@@ -178,8 +179,8 @@ export class WorkflowQueues {
       await q.add(workflowName, { executionId }, { jobId, removeOnComplete: true, removeOnFail: true });
       return;
     }
-    // Not delayed (any more): it runs anyway.
-    if (await job.isDelayed()) await job.promote().catch(() => undefined);
+    // A job that is not delayed (any more) runs anyway: promote() refuses it, which is fine.
+    await job.promote().catch(() => undefined);
   }
 
   /** Tells every process listening to `queue` that an event key of an execution was set (getEvent waiters read it). */
@@ -196,15 +197,23 @@ export class WorkflowQueues {
   }
 
   private async publish(queue: string, event: { eventName: string; executionId: string; key?: string }): Promise<void> {
+    const { QueueEventsProducer } = loadPeer('bullmq', 'workflows (@Workflow() classes)') as { QueueEventsProducer?: typeof import('bullmq').QueueEventsProducer };
+    if (!QueueEventsProducer) return this.publishWithXadd(queue, event);
     let producer = this.producers.get(queue);
     if (!producer) {
-      const { QueueEventsProducer } = loadPeer('bullmq', 'workflows (@Workflow() classes)');
       producer = new QueueEventsProducer(queue, { connection: this.connection(), prefix: this.prefixOf(queue) });
       producer.on('error', (err: Error) => this.logger.warn(`queue events producer "${queue}": ${err.message}`));
       this.producers.set(queue, producer);
     }
     // BullMQ's own default length of an events stream: custom events must not trim job events others still read.
-    await producer.publishEvent(event, 10_000);
+    await producer.publishEvent(event, EVENTS_MAX_LEN);
+  }
+
+  /** BullMQ before QueueEventsProducer (5.x): the same entry, added to the queue's events stream directly. */
+  private async publishWithXadd(queue: string, event: { eventName: string; executionId: string; key?: string }): Promise<void> {
+    const q = this.queue(queue) as unknown as { client: Promise<Redis>; keys: { events: string } };
+    const fields = ['event', event.eventName, 'executionId', event.executionId, ...(event.key === undefined ? [] : ['key', event.key])];
+    await (await q.client).xadd(q.keys.events, 'MAXLEN', '~', EVENTS_MAX_LEN, '*', ...fields);
   }
 
   /** Whether a job is live (will run or is running); undefined when Redis cannot be asked. */

@@ -24,10 +24,12 @@ export class WorkflowWaker {
     const workflow = this.registry.find(execution.workflowName);
     if (!workflow) return; // another application's workflow: its reconciler wakes it
     // A run in progress (in any process) checks its waits again; a suspended one's job becomes due.
-    await this.queues.publishRunWake(workflow.queue, execution.executionId).catch(() => undefined);
-    await this.queues.wakeRun(workflow.queue, workflow.name, execution.executionId).catch((err: Error) => {
-      this.logger.warn(`could not wake execution ${execution.executionId} (${err.message}); the reconciler will`);
-    });
+    await Promise.all([
+      this.queues.publishRunWake(workflow.queue, execution.executionId).catch(() => undefined),
+      this.queues.wakeRun(workflow.queue, workflow.name, execution.executionId).catch((err: Error) => {
+        this.logger.warn(`could not wake execution ${execution.executionId} (${err.message}); the reconciler will`);
+      }),
+    ]);
   }
 
   /** A child ended: asks its parent to wake (it may wait for the child's result) and makes it due. */

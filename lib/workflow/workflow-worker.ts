@@ -9,6 +9,7 @@ import { JobHandBack } from './hand-back';
 import { WorkflowExecutor } from './workflow.executor';
 import { WorkflowRegistry } from './workflow.registry';
 import { WAKE_ON_SIGNAL_DELAY_MS, WorkflowQueues } from './workflow-queues';
+import { WAKE_EARLY_MS } from './run-waits';
 import { WorkflowStore } from './storage/workflow.store';
 
 /** @internal The data of a workflow-run job. */
@@ -81,7 +82,7 @@ export class WorkflowWorker {
         await job.moveToDelayed(Date.now(), token);
       } else {
         // Suspended (sleep, recv, a child): the job waits in BullMQ's delayed set, holding no worker slot.
-        const until = outcome.suspendedUntil === Infinity ? Date.now() + WAKE_ON_SIGNAL_DELAY_MS : outcome.suspendedUntil;
+        const until = outcome.suspendedUntil === Infinity ? Date.now() + WAKE_ON_SIGNAL_DELAY_MS : outcome.suspendedUntil - WAKE_EARLY_MS;
         await job.moveToDelayed(Math.max(until, Date.now()), token);
         // A message or a child that arrived while the job was still active left the wake to this run: promote it.
         if (await this.store.wakeRequested(job.data.executionId).catch(() => true)) await job.promote().catch(() => undefined);

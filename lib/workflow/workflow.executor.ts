@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { IdempotencyObserver, NoopObserver } from '../observability/idempotency-observer';
 import type { Queue } from 'bullmq';
 import { DeterminismError } from '../errors/determinism.error';
-import { verifyRecorded } from './journal-verify';
+import { verifyRecorded, waitAsRecorded } from './journal-verify';
 import { StepFailedError } from '../errors/step-failed.error';
 import { WorkflowCancelledError } from '../errors/workflow-cancelled.error';
 import { WorkflowNotFoundError } from '../errors/workflow-not-found.error';
@@ -19,7 +19,7 @@ import { serializeError } from './serialize-error';
 import { stepStorage } from './step-context';
 import { StepJobData } from './step-job';
 import { StepWorker } from './step-worker';
-import { RecordedStep, RunEnd, WorkflowStore } from './storage/workflow.store';
+import { RecordedStep, RegisteredWait, RunEnd, WorkflowStore } from './storage/workflow.store';
 import type { StepCheckpoint } from './workflow.interfaces';
 import { RegisteredStep, WorkflowRegistry } from './workflow.registry';
 import { JobSignal, LIVE_JOB_STATES, POSTGRES_FALLBACK_POLLS, stepJobId, wakeJobKey, workflowJobId, WorkflowQueues } from './workflow-queues';
@@ -77,7 +77,7 @@ export class WorkflowExecutor {
       throw new WorkflowNotFoundError(`workflow "${execution.workflowName}" is not registered in this instance`);
     }
     const run: RunContext = {
-      execution, workflow, journal: this.journal(executionId, begun.recorded, () => run), abort: new AbortController(), calls: this.calls, busy: 0, waits: new Map(),
+      execution, workflow, journal: this.journal(executionId, begun.recorded, () => run), abort: new AbortController(), calls: this.calls, busy: 0, waits: new Map(), registeredWaits: begun.waits ?? new Map<number, RegisteredWait>(),
     };
     this.active.add(run);
     // A message sent, or a child finished, in this process: the run's waits check again at once.
@@ -191,6 +191,9 @@ export class WorkflowExecutor {
     const argsHash = stepArgsHash(args);
     const { position, recorded, outcome } = run.journal.call();
     if (recorded) verifyRecorded(run, position, step.name, argsHash, recorded);
+    // A sleep or recv registered at this position that has not fired: the code called a step where it waited.
+    const wait = run.registeredWaits.get(position);
+    if (!recorded && wait) verifyRecorded(run, position, step.name, argsHash, waitAsRecorded(position, wait));
     if (recorded?.status !== 'completed' && recorded?.status !== 'failed') void this.follow(run, step, position, args, argsHash);
     return this.answer(run, step, position, argsHash, await outcome);
   }

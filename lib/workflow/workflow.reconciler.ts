@@ -4,6 +4,8 @@ import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { UnfinishedExecution, WorkflowStore } from './storage/workflow.store';
 import { WorkflowRegistry } from './workflow.registry';
 import { WAKE_ON_SIGNAL_DELAY_MS, workflowJobId, WorkflowQueues } from './workflow-queues';
+import { WAKE_EARLY_MS } from './run-waits';
+import { WorkflowWaker } from './workflow-waker';
 import { LongTimer, setLongInterval } from '../utils/long-timer';
 
 const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
@@ -25,6 +27,7 @@ export class WorkflowReconciler {
     private readonly registry: WorkflowRegistry,
     private readonly store: WorkflowStore,
     private readonly queues: WorkflowQueues,
+    private readonly waker: WorkflowWaker,
   ) {}
 
   /** Runs a pass now and then every `recoveryInterval`. */
@@ -46,6 +49,11 @@ export class WorkflowReconciler {
     await this.store.withReconcilerLock(async () => {
       const timedOut = await this.store.timeOutExpired();
       if (timedOut.length > 0) this.logger.warn(`${timedOut.length} execution(s) timed out`);
+      // A parent waiting for a child that timed out learns of it now.
+      for (const id of timedOut) {
+        const parent = (await this.store.get(id))?.parentExecutionId;
+        if (parent) await this.waker.wakeParent(parent);
+      }
       // Every unfinished execution is looked at on each pass (a keyset scan in batches), so many long-running
       // ones with live jobs never hide a newer one whose job was lost.
       for (let after: UnfinishedExecution | undefined, batch: UnfinishedExecution[] = []; ; after = batch[batch.length - 1]) {
@@ -76,7 +84,7 @@ export class WorkflowReconciler {
       if (suspended) {
         // Its job was lost (Redis flushed) while it waited: no crash, so no recovery counted; it wakes at its stored time.
         const until = execution.suspendedUntil as number;
-        const delay = due ? 0 : until === Infinity ? WAKE_ON_SIGNAL_DELAY_MS : until - Date.now();
+        const delay = due ? 0 : until === Infinity ? WAKE_ON_SIGNAL_DELAY_MS : Math.max(0, until - WAKE_EARLY_MS - Date.now());
         await queue.add(workflow.name, { executionId: execution.executionId }, { jobId, delay, removeOnComplete: true, removeOnFail: true });
         requeued++;
         continue;

@@ -179,11 +179,15 @@ describe.each(IMPLEMENTATIONS)('WorkflowStore contract: $name', (implementation)
     await s.workflows.insert(a);
     await s.workflows.begin(a.executionId, 10);
     const before = Date.now();
-    const wakeAt = await s.workflows.registerWait(a.executionId, 0, 'sleep', 60_000);
+    const { wakeAt } = await s.workflows.registerWait(a.executionId, 0, 'sleep', null, 60_000);
     expect(wakeAt).toBeGreaterThanOrEqual(before + 59_000);
-    await expect(s.workflows.registerWait(a.executionId, 0, 'sleep', 1)).resolves.toBe(wakeAt);
-    await expect(s.workflows.registerWait(a.executionId, 1, 'recv', null)).resolves.toBe(Infinity);
-    await expect(s.workflows.registerWait(randomUUID(), 0, 'sleep', 1)).rejects.toThrow(/no longer exists/);
+    // A replay (or another call) at the position gets what was registered first, to compare.
+    await expect(s.workflows.registerWait(a.executionId, 0, 'recv', 'h-topic', 1)).resolves.toEqual({ kind: 'sleep', argsHash: null, wakeAt });
+    await expect(s.workflows.registerWait(a.executionId, 1, 'recv', 'h-topic', null)).resolves.toEqual({ kind: 'recv', argsHash: 'h-topic', wakeAt: Infinity });
+    expect(await s.workflows.begin(a.executionId, 10)).toMatchObject({
+      kind: 'run', waits: new Map([[0, { kind: 'sleep', argsHash: null, wakeAt }], [1, { kind: 'recv', argsHash: 'h-topic', wakeAt: Infinity }]]),
+    });
+    await expect(s.workflows.registerWait(randomUUID(), 0, 'sleep', null, 1)).rejects.toThrow(/no longer exists/);
   });
 
   it('messages: stored once per idempotency key, received once each in send order per topic, refused for finished executions', async () => {

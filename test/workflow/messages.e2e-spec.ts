@@ -1,5 +1,5 @@
 import { INestApplication } from '@nestjs/common';
-import { WorkflowClient, WorkflowFinishedError, WorkflowNotFoundError } from '../../lib';
+import { RetentionService, WorkflowClient, WorkflowFinishedError, WorkflowNotFoundError } from '../../lib';
 import { waitUntil } from '../support/resilience';
 import { sql } from '../support/test-app';
 import { InboxWorkflow, WAIT_WORKFLOWS } from './fixtures/waits.workflows';
@@ -23,7 +23,7 @@ describe('send() and recv()', () => {
   let client: WorkflowClient;
 
   beforeAll(async () => {
-    ({ app, client } = await bootWorkflowApp(s, WAIT_WORKFLOWS));
+    ({ app, client } = await bootWorkflowApp(s, WAIT_WORKFLOWS, {}, { retention: { cleanupInterval: false } }));
   });
   afterAll(async () => {
     await app.close();
@@ -65,6 +65,20 @@ describe('send() and recv()', () => {
     const [{ unread }] = await sql<{ unread: number }>(
       `SELECT count(*)::int AS unread FROM "${s.schema}".workflow_messages WHERE execution_id = $1 AND consumed_position IS NULL`, [handle.executionId]);
     expect(unread).toBe(5);
+  });
+
+  it('retention removes an execution\'s messages, events and waits with it', async () => {
+    const handle = await client.start(InboxWorkflow, { count: 1, timeout: '5s' }, { workflowId: 'retained' });
+    await client.send('retained', 'bye');
+    await client.send('retained', 'unread', { topic: 'never-read' });
+    await handle.result({ timeout: '20s' });
+    const count = async (table: string) =>
+      (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${s.schema}".${table} WHERE execution_id = $1`, [handle.executionId]))[0].n;
+    expect([await count('workflow_messages'), await count('workflow_events'), await count('workflow_waits')]).toEqual([2, 1, 1]);
+    await sql(`UPDATE "${s.schema}".workflow_executions SET completed_at = now() - interval '31 days' WHERE id = $1`, [handle.executionId]);
+    await app.get(RetentionService).cleanup();
+    expect([await count('workflow_messages'), await count('workflow_events'), await count('workflow_waits')]).toEqual([0, 0, 0]);
+    await expect(client.getEvent('retained', 'received')).rejects.toThrow(WorkflowNotFoundError);
   });
 
   it('an unknown workflow id and a bad idempotency key are refused with named errors', async () => {

@@ -4,7 +4,7 @@ import { WorkflowClient } from '../../lib';
 import { waitUntil } from '../support/resilience';
 import { removeServiceData, startRedis, StartedRedis, stopRedis } from '../support/services';
 import { sql } from '../support/test-app';
-import { SleepyWorkflow, WAIT_WORKFLOWS } from './fixtures/waits.workflows';
+import { InboxWorkflow, SleepyWorkflow, WAIT_WORKFLOWS } from './fixtures/waits.workflows';
 import { Child, kill, spawnWorker } from './processes';
 import { bootWorkflowApp, Scenario, scenario } from './support';
 
@@ -75,6 +75,22 @@ describe('sleep() across a crash and a Redis loss', () => {
       expect(after).toBeGreaterThanOrEqual(wakeAt.getTime());
       expect(await runs(s, 'flush-sleep')).toEqual([{ step: 'after', n: 1 }, { step: 'before', n: 1 }]);
       expect((await handle.execution()).recoveryAttempts).toBe(0);
+    });
+
+    it('Redis FLUSHALL while a workflow waits in recv() → a later send() still reaches it', async () => {
+      const s = scenario({ redisUrl: redis.url });
+      const booted = await bootWorkflowApp(s, WAIT_WORKFLOWS);
+      try {
+        const handle = await booted.client.start(InboxWorkflow, { count: 1 }, { workflowId: 'flush-recv' });
+        await waitUntil('the workflow waits', suspended(s, 'flush-recv'));
+        const probe = new Redis(redis.url);
+        await probe.flushall();
+        probe.disconnect();
+        await booted.client.send('flush-recv', 'after the flush');
+        await expect(handle.result({ timeout: '40s' })).resolves.toEqual(['after the flush']);
+      } finally {
+        await booted.app.close();
+      }
     });
   });
 });

@@ -3,7 +3,7 @@ import { jsonCopy } from '../../storage/memory/memory-support';
 import { RELEASED_WORKFLOW_STATUSES } from '../workflow.interfaces';
 import type { ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
 import {
-  BeginOutcome, EventRead, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore,
+  BeginOutcome, EventRead, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore, RegisteredWait,
 } from './workflow.store';
 
 type StoredExecution = WorkflowExecution & { inputHash: string; sequence: number; nextStepSeq: number; runEnd: RunEnd | null; wakeRequested: boolean };
@@ -32,7 +32,7 @@ const FINAL: readonly WorkflowStatus[] = ['completed', 'failed', 'cancelled', 't
 export class MemoryWorkflowStore extends WorkflowStore {
   private readonly executions = new Map<string, StoredExecution>();
   private readonly checkpoints = new Map<string, Map<number, RecordedStep>>();
-  private readonly waits = new Map<string, Map<number, number>>();
+  private readonly waits = new Map<string, Map<number, RegisteredWait>>();
   private readonly messages: StoredMessage[] = [];
   private readonly events = new Map<string, Map<string, unknown>>();
   private sequence = 0;
@@ -81,7 +81,7 @@ export class MemoryWorkflowStore extends WorkflowStore {
       return { kind: 'skip', execution: view(execution) };
     }
     const recorded = [...(this.checkpoints.get(executionId)?.values() ?? [])].sort((a, b) => a.sequence - b.sequence);
-    return { kind: 'run', execution: view(execution), recorded: recorded.map(jsonCopyCheckpoint) };
+    return { kind: 'run', execution: view(execution), recorded: recorded.map(jsonCopyCheckpoint), waits: new Map(this.waits.get(executionId)) };
   }
 
   finish(
@@ -319,7 +319,7 @@ export class MemoryWorkflowStore extends WorkflowStore {
     this.events.clear();
   }
 
-  registerWait(executionId: string, position: number, _kind: WaitKind, afterMs: number | null): Promise<number> {
+  registerWait(executionId: string, position: number, kind: WaitKind, argsHash: string | null, afterMs: number | null): Promise<RegisteredWait> {
     if (!this.executions.has(executionId)) {
       return Promise.reject(new Error(`wait #${position} of execution ${executionId} could not be registered (the execution no longer exists)`));
     }
@@ -328,8 +328,8 @@ export class MemoryWorkflowStore extends WorkflowStore {
       waits = new Map();
       this.waits.set(executionId, waits);
     }
-    if (!waits.has(position)) waits.set(position, afterMs === null ? Infinity : Date.now() + Math.round(afterMs));
-    return Promise.resolve(waits.get(position) as number);
+    if (!waits.has(position)) waits.set(position, { kind, argsHash, wakeAt: afterMs === null ? Infinity : Date.now() + Math.round(afterMs) });
+    return Promise.resolve({ ...(waits.get(position) as RegisteredWait) });
   }
 
   async receive(executionId: string, position: number, topic: string, argsHash: string | null): Promise<StepCheckpoint | null> {

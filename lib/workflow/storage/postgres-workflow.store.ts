@@ -4,7 +4,7 @@ import type { StoredError } from '../../errors/workflow-failed.error';
 import type { ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
 import { retryTransient } from './transient';
 import {
-  BeginOutcome, EventRead, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore,
+  BeginOutcome, EventRead, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore, RegisteredWait,
 } from './workflow.store';
 import { WorkflowSql, workflowSql } from './workflow.sql';
 import { withClient } from '../../storage/postgres/checkout';
@@ -135,14 +135,17 @@ export class PostgresWorkflowStore extends WorkflowStore {
   }
 
   async begin(executionId: string, maxRecoveries: number): Promise<BeginOutcome> {
-    const rows = await this.query<ExecutionRow & { steps: StepRow[] }>({ ...this.sql.begin, values: [executionId] });
+    const rows = await this.query<ExecutionRow & { steps: StepRow[]; waits: Record<string, { kind: WaitKind; argsHash: string | null; wakeAt: number | null }> | null }>({
+      ...this.sql.begin, values: [executionId],
+    });
     if (rows.length === 0) return { kind: 'skip', execution: await this.get(executionId) };
     const execution = toExecution(rows[0]);
     if (execution.recoveryAttempts > maxRecoveries) {
       await this.failExhausted(executionId, maxRecoveries);
       return { kind: 'skip', execution: await this.get(executionId) };
     }
-    return { kind: 'run', execution, recorded: rows[0].steps.map(toRecorded) };
+    const waits = new Map(Object.entries(rows[0].waits ?? {}).map(([position, w]) => [Number(position), { ...w, wakeAt: w.wakeAt ?? Infinity }]));
+    return { kind: 'run', execution, recorded: rows[0].steps.map(toRecorded), waits };
   }
 
   async finish(
@@ -300,37 +303,20 @@ export class PostgresWorkflowStore extends WorkflowStore {
     return (await new LeaseLock(this.connection, this.sql.lockKey).run(work)).acquired;
   }
 
-  async registerWait(executionId: string, position: number, kind: WaitKind, afterMs: number | null): Promise<number> {
+  async registerWait(executionId: string, position: number, kind: WaitKind, argsHash: string | null, afterMs: number | null): Promise<RegisteredWait> {
     const gone = () => new Error(`wait #${position} of execution ${executionId} could not be registered (the execution no longer exists)`);
-    const values = [executionId, position, kind, afterMs === null ? null : Math.round(afterMs)];
-    const rows = await this.query<{ wake_ms: number | null }>({ ...this.sql.registerWait, values }).catch((err: Error & { code?: string }) => {
-      throw err.code === '23503' ? gone() : err; // foreign key: the execution was removed
-    });
+    const values = [executionId, position, kind, afterMs === null ? null : Math.round(afterMs), argsHash];
+    const rows = await this.query<{ kind: WaitKind; args_hash: string | null; wake_ms: number | null }>({ ...this.sql.registerWait, values })
+      .catch((err: Error & { code?: string }) => {
+        throw err.code === '23503' ? gone() : err; // foreign key: the execution was removed
+      });
     if (rows.length === 0) throw gone();
-    return rows[0].wake_ms ?? Infinity;
+    return { kind: rows[0].kind, argsHash: rows[0].args_hash, wakeAt: rows[0].wake_ms ?? Infinity };
   }
 
   async receive(executionId: string, position: number, topic: string, argsHash: string | null): Promise<StepCheckpoint | null> {
-    return retryTransient(() => withClient(this.connection.pool, async (client) => {
-      try {
-        await client.query('BEGIN');
-        const taken = await client.query<{ seq: string; message: unknown }>({ ...this.sql.takeMessage, values: [executionId, topic] });
-        if (taken.rows.length === 0) {
-          await client.query('ROLLBACK');
-          return null;
-        }
-        const { seq, message } = taken.rows[0];
-        await client.query({ ...this.sql.consumeMessage, values: [seq, position] });
-        const values = [executionId, position, '@recv', 'completed', JSON.stringify({ message }), null, 1, argsHash];
-        const rows = (await client.query<StepRow & { written: boolean }>({ ...this.sql.checkpoint, values })).rows;
-        // Another writer holds the position (a timeout, a racing run): the message stays unread.
-        await client.query(rows[0]?.written ? 'COMMIT' : 'ROLLBACK');
-        return rows.length > 0 ? toCheckpoint(rows[0]) : (await this.stepState(executionId, position)).checkpoint;
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw err;
-      }
-    }), this.retryForMs);
+    const rows = await this.query<StepRow & { written: boolean }>({ ...this.sql.receive, values: [executionId, position, topic, argsHash] });
+    return rows.length === 0 ? null : toCheckpoint(rows[0]);
   }
 
   async send(workflowId: string, topic: string, message: unknown, idempotencyKey: string | null): Promise<SentMessage | null> {

@@ -44,7 +44,10 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
          WHERE id = $1 AND status IN ('pending', 'running')
         RETURNING *
       )
-      SELECT x.*, coalesce((SELECT json_agg(${stepJson} ORDER BY s.seq) FROM ${s} s WHERE s.execution_id = $1), '[]'::json) AS steps
+      SELECT x.*, coalesce((SELECT json_agg(${stepJson} ORDER BY s.seq) FROM ${s} s WHERE s.execution_id = $1), '[]'::json) AS steps,
+             (SELECT json_object_agg(w.position, json_build_object('kind', w.kind, 'argsHash', w.args_hash,
+                       'wakeAt', CASE WHEN w.wake_at = 'infinity' THEN NULL ELSE (extract(epoch FROM w.wake_at) * 1000)::float8 END))
+                FROM ${w} w WHERE w.execution_id = $1) AS waits
         FROM x`,
     finish: `
       UPDATE ${e} SET status = $2, result = $3::jsonb, error = $4::jsonb, updated_at = now(), completed_at = now(),
@@ -157,21 +160,46 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
     // The durable wait at a position: registered once; a replay reads the stored wake-up time back.
     registerWait: `
       WITH ins AS (
-        INSERT INTO ${w} (execution_id, position, kind, wake_at)
-        VALUES ($1, $2, $3, CASE WHEN $4::bigint IS NULL THEN 'infinity'::timestamptz ELSE now() + ${ms('$4')} END)
+        INSERT INTO ${w} (execution_id, position, kind, args_hash, wake_at)
+        VALUES ($1, $2, $3, $5, CASE WHEN $4::bigint IS NULL THEN 'infinity'::timestamptz ELSE now() + ${ms('$4')} END)
         ON CONFLICT (execution_id, position) DO NOTHING
-        RETURNING wake_at
+        RETURNING kind, args_hash, wake_at
       ), found AS (
-        SELECT wake_at FROM ins
+        SELECT kind, args_hash, wake_at FROM ins
         UNION ALL
-        SELECT wake_at FROM ${w} WHERE execution_id = $1 AND position = $2 AND NOT EXISTS (SELECT 1 FROM ins)
+        SELECT kind, args_hash, wake_at FROM ${w} WHERE execution_id = $1 AND position = $2 AND NOT EXISTS (SELECT 1 FROM ins)
       )
-      SELECT CASE WHEN wake_at = 'infinity' THEN NULL ELSE (extract(epoch FROM wake_at) * 1000)::float8 END AS wake_ms FROM found`,
-    // In one transaction with consumeMessage and checkpoint: the row lock keeps a message from being taken twice.
-    takeMessage: `
-      SELECT seq, message FROM ${m} WHERE execution_id = $1 AND topic = $2 AND consumed_position IS NULL
-       ORDER BY seq LIMIT 1 FOR UPDATE`,
-    consumeMessage: `UPDATE ${m} SET consumed_position = $2 WHERE seq = $1`,
+      SELECT kind, args_hash, CASE WHEN wake_at = 'infinity' THEN NULL ELSE (extract(epoch FROM wake_at) * 1000)::float8 END AS wake_ms FROM found`,
+    // One statement: takes the oldest unread message of the topic (row-locked), checkpoints it at the position the way
+    // 'checkpoint' does, and marks it consumed only if that checkpoint was written — so a message is consumed once,
+    // and stays unread when the position already holds an outcome (a timeout, a racing run). Locks: message, then
+    // execution row; 'send' takes only the execution row, so the two never wait on each other in a cycle.
+    receive: `
+      WITH msg AS (
+        SELECT seq, message FROM ${m} WHERE execution_id = $1::uuid AND topic = $3 AND consumed_position IS NULL
+         ORDER BY seq LIMIT 1 FOR UPDATE
+      ), slot AS (
+        SELECT seq FROM ${s} WHERE execution_id = $1::uuid AND position = $2::int AND status = 'retrying' AND EXISTS (SELECT 1 FROM msg)
+      ), counter AS (
+        UPDATE ${e} SET next_step_seq = next_step_seq + 1
+         WHERE id = $1::uuid AND EXISTS (SELECT 1 FROM msg) AND NOT EXISTS (SELECT 1 FROM ${s} WHERE execution_id = $1::uuid AND position = $2::int)
+        RETURNING next_step_seq - 1 AS seq
+      ), ins AS (
+        INSERT INTO ${s} AS t (execution_id, position, name, status, result, error, attempts, args_hash, seq)
+        SELECT $1::uuid, $2::int, '@recv', 'completed', jsonb_build_object('message', msg.message), NULL, 1, $4::text, n.seq
+          FROM msg, (SELECT seq FROM slot UNION ALL SELECT seq FROM counter) n
+        ON CONFLICT (execution_id, position) DO UPDATE
+           SET name = EXCLUDED.name, status = EXCLUDED.status, result = EXCLUDED.result, error = EXCLUDED.error,
+               attempts = EXCLUDED.attempts, args_hash = EXCLUDED.args_hash, completed_at = now()
+         WHERE t.status = 'retrying'
+        RETURNING ${stepColumns}
+      ), consumed AS (
+        UPDATE ${m} SET consumed_position = $2::int WHERE seq = (SELECT seq FROM msg) AND EXISTS (SELECT 1 FROM ins)
+      )
+      SELECT true AS written, ins.* FROM ins
+      UNION ALL
+      SELECT false, ${stepColumns.split(', ').map((c) => `s.${c}`).join(', ')}
+        FROM ${s} s WHERE s.execution_id = $1::uuid AND s.position = $2::int AND s.status <> 'retrying' AND NOT EXISTS (SELECT 1 FROM ins)`,
     // The newest execution of the id, locked, so that a message never lands in an execution finishing meanwhile.
     send: `
       WITH x AS (

@@ -16,6 +16,13 @@ export interface NewExecution {
 /** A durable wait at a journal position: `sleep` (wakes at its time) or `recv` (wakes on a message or its timeout). */
 export type WaitKind = 'sleep' | 'recv';
 
+/** A registered wait: its kind, the hash of its call's arguments (null: not recorded), its wake-up time (ms since the epoch; Infinity: none by time). */
+export interface RegisteredWait {
+  kind: WaitKind;
+  argsHash: string | null;
+  wakeAt: number;
+}
+
 /** What `send` did: the execution the message went to, and whether it was stored now (false: a duplicate idempotency key). */
 export interface SentMessage {
   execution: WorkflowExecution;
@@ -48,9 +55,12 @@ export interface RunEnd {
   endedBy: number[];
 }
 
-/** What `begin` found: the execution to run with its journal (in sequence order), or an execution that must not run. */
+/**
+ * What `begin` found: the execution to run with its journal (in sequence order) and its registered waits by position,
+ * or an execution that must not run.
+ */
 export type BeginOutcome =
-  | { kind: 'run'; execution: WorkflowExecution; recorded: RecordedStep[] }
+  | { kind: 'run'; execution: WorkflowExecution; recorded: RecordedStep[]; waits?: Map<number, RegisteredWait> }
   | { kind: 'skip'; execution: WorkflowExecution | null };
 
 /** A step's outcome to checkpoint. */
@@ -173,9 +183,9 @@ export abstract class WorkflowStore {
 
   /**
    * Registers the durable wait at a journal position, waking `afterMs` from now (null: never by time), unless one is
-   * registered there already; returns the stored wake-up time in ms since the epoch (Infinity: never by time).
+   * registered there already; returns the wait as stored (a replay compares its kind and argument hash).
    */
-  abstract registerWait(executionId: string, position: number, kind: WaitKind, afterMs: number | null): Promise<number>;
+  abstract registerWait(executionId: string, position: number, kind: WaitKind, argsHash: string | null, afterMs: number | null): Promise<RegisteredWait>;
   /**
    * Consumes the oldest unread message of `topic` and checkpoints it (`{ message }`, step name `@recv`) at `position`,
    * atomically: a message is consumed exactly once. Returns the checkpoint at the position (an earlier one is

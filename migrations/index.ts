@@ -5,6 +5,7 @@ import { StepJournal1764000100000 } from './1764000100000-step-journal';
 import { AddWorkflowResultWaiters1764000200000 } from './1764000200000-add-workflow-result-waiters';
 import { CreateIdempotencyLocks1764000500000 } from './1764000500000-create-idempotency-locks';
 import { CreateOutboxMessages1764000800000 } from './1764000800000-create-outbox-messages';
+import { AddOutboxUnkeyedIndex1764001500000 } from './1764001500000-add-outbox-unkeyed-index';
 import { skipWhenRecorded } from './recorded-migrations';
 
 /** The library's migrations as written, in order (the module and the CLI apply these). */
@@ -16,6 +17,7 @@ export const IDEMPOTENCY_MIGRATION_CLASSES = [
   AddWorkflowResultWaiters1764000200000,
   CreateIdempotencyLocks1764000500000,
   CreateOutboxMessages1764000800000,
+  AddOutboxUnkeyedIndex1764001500000,
 ];
 
 /**

@@ -1,4 +1,5 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import type { PoolClient } from 'pg';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
@@ -6,6 +7,12 @@ import type { ResolvedOutboxOptions } from './outbox.interfaces';
 import { ClaimedRow, outboxSql } from './outbox.sql';
 import { OutboxTargets } from './outbox-targets';
 import { OutboxWakeup } from './outbox-wakeup';
+
+/** The key of the last keyed row: the claim returns keyed rows in key order, after the unkeyed ones. */
+function lastKey(rows: ClaimedRow[]): string | undefined {
+  for (let i = rows.length - 1; i >= 0; i--) if (rows[i].key !== null) return rows[i].key as string;
+  return undefined;
+}
 
 /**
  * Delivers committed outbox messages, on every instance. Each loop claims a batch of key heads with
@@ -45,19 +52,29 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
 
   private async loop(outbox: ResolvedOutboxOptions, sql: ReturnType<typeof outboxSql>): Promise<void> {
     const wakeup = this.wakeup as OutboxWakeup;
+    // Where this loop's walk over the keys resumes: round robin, so every key gets its turn however many there are.
+    let cursor = '';
     while (!this.stopped) {
       let claimed = 0;
+      let idleMs = outbox.relay.pollIntervalMs;
       try {
-        claimed = await this.relayBatch(outbox, sql);
+        ({ claimed, cursor, idleMs } = await this.relayBatch(outbox, sql, cursor));
       } catch (err) {
         this.warn(`outbox relay: ${(err as Error).message}; retrying`);
       }
-      if (claimed === 0 && !this.stopped) await wakeup.wait(await this.idleFor(outbox, sql));
+      if (claimed === 0 && !this.stopped) await wakeup.wait(idleMs);
     }
   }
 
-  /** One claim-deliver-mark transaction; resolves with the number of messages claimed. */
-  private async relayBatch(outbox: ResolvedOutboxOptions, sql: ReturnType<typeof outboxSql>): Promise<number> {
+  /**
+   * One claim-deliver-mark transaction; resolves with the number of messages claimed, the next key cursor, and, when
+   * nothing was claimed, how long to sleep.
+   */
+  private async relayBatch(
+    outbox: ResolvedOutboxOptions,
+    sql: ReturnType<typeof outboxSql>,
+    cursor: string,
+  ): Promise<{ claimed: number; cursor: string; idleMs: number }> {
     const client = await this.connections.pool.connect();
     let broken: Error | undefined;
     // A connection lost while checked out (a Postgres restart mid-delivery) emits 'error' on the client, which would
@@ -66,10 +83,11 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     client.on('error', lost);
     try {
       await client.query('BEGIN');
-      const { rows } = await client.query<ClaimedRow>(sql.claim, [outbox.relay.batchSize]);
+      const { rows, next } = await this.claim(client, outbox.relay.batchSize, sql, cursor);
       if (rows.length === 0) {
+        const idleMs = await this.idleFor(client, outbox, sql);
         await client.query('COMMIT');
-        return 0;
+        return { claimed: 0, cursor: next, idleMs };
       }
       const outcomes = await this.targets.deliver(
         rows.map((r) => ({
@@ -86,7 +104,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
         this.warn(`outbox relay: ${failed.length} deliver${failed.length === 1 ? 'y' : 'ies'} failed (first: ${failed[0].error}); retrying with backoff`);
       }
       await client.query('COMMIT');
-      return rows.length;
+      return { claimed: rows.length, cursor: next, idleMs: 0 };
     } catch (err) {
       broken = err as Error;
       await client.query('ROLLBACK').catch(() => undefined);
@@ -97,16 +115,27 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     }
   }
 
-  /** How long an idle loop sleeps: until the next retry or `availableAt` falls due, at most one poll interval. */
-  private async idleFor(outbox: ResolvedOutboxOptions, sql: ReturnType<typeof outboxSql>): Promise<number> {
+  /**
+   * Claims up to `limit` messages: unkeyed ones and the heads of the keys after `cursor`, then, when that does not fill
+   * the batch, the heads of the keys from the first up to `cursor` (the walk wraps around). The next cursor is the last
+   * key claimed, or the start once the walk has come round.
+   */
+  private async claim(client: PoolClient, limit: number, sql: ReturnType<typeof outboxSql>, cursor: string): Promise<{ rows: ClaimedRow[]; next: string }> {
+    const first = (await client.query<ClaimedRow>(sql.claim, [limit, cursor, null, true])).rows;
+    if (first.length === limit || cursor === '') return { rows: first, next: lastKey(first) ?? (first.length === limit ? cursor : '') };
+    const second = (await client.query<ClaimedRow>(sql.claim, [limit - first.length, '', cursor, false])).rows;
+    return { rows: [...first, ...second], next: lastKey(second) ?? '' };
+  }
+
+  /**
+   * How long a loop whose claim found nothing sleeps: until the next retry or `availableAt` falls due (at once if it
+   * fell due since the claim looked), at most one poll interval. Asked in the claim's transaction (see nextDue).
+   */
+  private async idleFor(client: PoolClient, outbox: ResolvedOutboxOptions, sql: ReturnType<typeof outboxSql>): Promise<number> {
     const poll = outbox.relay.pollIntervalMs;
-    try {
-      const { rows } = await this.connections.pool.query<{ ms: number | null }>(sql.nextDue);
-      const ms = rows[0]?.ms;
-      return ms === null || ms === undefined ? poll : Math.min(poll, Math.max(1, Math.ceil(ms)));
-    } catch {
-      return poll;
-    }
+    const { rows } = await client.query<{ ms: number | null }>(sql.nextDue);
+    const ms = rows[0]?.ms;
+    return ms === null || ms === undefined ? poll : Math.min(poll, Math.max(1, Math.ceil(ms)));
   }
 
   /** At most one warning per poll interval, so an outage does not flood the log. */

@@ -83,6 +83,29 @@ export function outboxSql(schema: string, deadBlocksKey: boolean) {
   };
 }
 
+/** A value `inlineParams` can write into a statement: bigint ids go as arrays of digit strings. */
+export type InlineValue = string | number | boolean | null | readonly string[];
+
+/**
+ * `text` with its `$n` parameters written in as literals, so that it can share one simple-protocol round trip with
+ * `BEGIN` or `COMMIT` (the extended protocol carries one statement). Strings go through `escape` (the client's
+ * `escapeLiteral`); numbers must be integers.
+ */
+export function inlineParams(text: string, values: readonly InlineValue[], escape: (value: string) => string): string {
+  return text.replace(/\$(\d+)/g, (_, n: string) => {
+    const value = values[Number(n) - 1];
+    if (value === null) return 'NULL';
+    if (typeof value === 'boolean') return String(value);
+    if (typeof value === 'number') {
+      if (!Number.isSafeInteger(value)) throw new Error(`inlineParams: $${n} is not an integer`);
+      return String(value);
+    }
+    if (typeof value === 'string') return escape(value);
+    if (!value.every((v) => /^\d+$/.test(v))) throw new Error(`inlineParams: $${n} is not a list of integers`);
+    return escape(`{${value.join(',')}}`);
+  });
+}
+
 /** The outbox statements' row shapes. */
 export interface ClaimedRow {
   seq: string;

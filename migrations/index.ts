@@ -7,6 +7,7 @@ import { CreateIdempotencyLocks1764000500000 } from './1764000500000-create-idem
 import { CreateOutboxMessages1764000800000 } from './1764000800000-create-outbox-messages';
 import { WorkflowWaits1764001400000 } from './1764001400000-workflow-waits';
 import { WorkflowWaitCalls1764001400100 } from './1764001400100-workflow-wait-calls';
+import { AddOutboxUnkeyedIndex1764001500000 } from './1764001500000-add-outbox-unkeyed-index';
 import { skipWhenRecorded } from './recorded-migrations';
 
 /** The library's migrations as written, in order (the module and the CLI apply these). */
@@ -20,6 +21,7 @@ export const IDEMPOTENCY_MIGRATION_CLASSES = [
   CreateOutboxMessages1764000800000,
   WorkflowWaits1764001400000,
   WorkflowWaitCalls1764001400100,
+  AddOutboxUnkeyedIndex1764001500000,
 ];
 
 /**

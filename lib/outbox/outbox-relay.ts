@@ -1,11 +1,18 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import type { PoolClient, QueryResult } from 'pg';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
 import type { ResolvedOutboxOptions } from './outbox.interfaces';
-import { ClaimedRow, outboxSql } from './outbox.sql';
+import { ClaimedRow, inlineParams, outboxSql } from './outbox.sql';
 import { OutboxTargets } from './outbox-targets';
 import { OutboxWakeup } from './outbox-wakeup';
+
+/** The key of the last keyed row: the claim returns keyed rows in key order, after the unkeyed ones. */
+function lastKey(rows: ClaimedRow[]): string | undefined {
+  for (let i = rows.length - 1; i >= 0; i--) if (rows[i].key !== null) return rows[i].key as string;
+  return undefined;
+}
 
 /**
  * Delivers committed outbox messages, on every instance. Each loop claims a batch of key heads with
@@ -45,19 +52,29 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
 
   private async loop(outbox: ResolvedOutboxOptions, sql: ReturnType<typeof outboxSql>): Promise<void> {
     const wakeup = this.wakeup as OutboxWakeup;
+    // Where this loop's walk over the keys resumes: round robin, so every key gets its turn however many there are.
+    let cursor = '';
     while (!this.stopped) {
       let claimed = 0;
+      let idleMs = outbox.relay.pollIntervalMs;
       try {
-        claimed = await this.relayBatch(outbox, sql);
+        ({ claimed, cursor, idleMs } = await this.relayBatch(outbox, sql, cursor));
       } catch (err) {
         this.warn(`outbox relay: ${(err as Error).message}; retrying`);
       }
-      if (claimed === 0 && !this.stopped) await wakeup.wait(await this.idleFor(outbox, sql));
+      if (claimed === 0 && !this.stopped) await wakeup.wait(idleMs);
     }
   }
 
-  /** One claim-deliver-mark transaction; resolves with the number of messages claimed. */
-  private async relayBatch(outbox: ResolvedOutboxOptions, sql: ReturnType<typeof outboxSql>): Promise<number> {
+  /**
+   * One claim-deliver-mark transaction; resolves with the number of messages claimed, the next key cursor, and, when
+   * nothing was claimed, how long to sleep.
+   */
+  private async relayBatch(
+    outbox: ResolvedOutboxOptions,
+    sql: ReturnType<typeof outboxSql>,
+    cursor: string,
+  ): Promise<{ claimed: number; cursor: string; idleMs: number }> {
     const client = await this.connections.pool.connect();
     let broken: Error | undefined;
     // A connection lost while checked out (a Postgres restart mid-delivery) emits 'error' on the client, which would
@@ -65,12 +82,9 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     const lost = (err: Error) => (broken = err);
     client.on('error', lost);
     try {
-      await client.query('BEGIN');
-      const { rows } = await client.query<ClaimedRow>(sql.claim, [outbox.relay.batchSize]);
-      if (rows.length === 0) {
-        await client.query('COMMIT');
-        return 0;
-      }
+      // BEGIN goes with the claim, and COMMIT with the last statement: two round trips per batch, not four.
+      const { rows, next } = await this.claim(client, outbox.relay.batchSize, sql, cursor);
+      if (rows.length === 0) return { claimed: 0, cursor: next, idleMs: await this.idleFor(client, outbox, sql) };
       const outcomes = await this.targets.deliver(
         rows.map((r) => ({
           id: r.id, topic: r.topic, key: r.key, payload: r.payload, headers: r.headers,
@@ -79,14 +93,14 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       );
       const delivered = rows.filter((_, i) => outcomes[i] === undefined).map((r) => r.seq);
       const failed = rows.map((r, i) => ({ seq: r.seq, error: outcomes[i] })).filter((f) => f.error !== undefined);
-      if (delivered.length > 0) await client.query(sql.delivered, [delivered]);
       if (failed.length > 0) {
         const { maxAttempts, backoff } = outbox;
         await client.query(sql.failed, [failed.map((f) => f.seq), failed.map((f) => f.error), maxAttempts, backoff.delayMs, backoff.factor, backoff.maxDelayMs]);
         this.warn(`outbox relay: ${failed.length} deliver${failed.length === 1 ? 'y' : 'ies'} failed (first: ${failed[0].error}); retrying with backoff`);
       }
-      await client.query('COMMIT');
-      return rows.length;
+      const escape = (value: string) => client.escapeLiteral(value);
+      await client.query(delivered.length > 0 ? `${inlineParams(sql.delivered, [delivered], escape)}; COMMIT` : 'COMMIT');
+      return { claimed: rows.length, cursor: next, idleMs: 0 };
     } catch (err) {
       broken = err as Error;
       await client.query('ROLLBACK').catch(() => undefined);
@@ -97,16 +111,30 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     }
   }
 
-  /** How long an idle loop sleeps: until the next retry or `availableAt` falls due, at most one poll interval. */
-  private async idleFor(outbox: ResolvedOutboxOptions, sql: ReturnType<typeof outboxSql>): Promise<number> {
+  /**
+   * Claims up to `limit` messages: unkeyed ones and the heads of the keys after `cursor`, then, when that does not fill
+   * the batch, the heads of the keys from the first up to `cursor` (the walk wraps around). The next cursor is the last
+   * key claimed, or the start once the walk has come round.
+   */
+  private async claim(client: PoolClient, limit: number, sql: ReturnType<typeof outboxSql>, cursor: string): Promise<{ rows: ClaimedRow[]; next: string }> {
+    const escape = (value: string) => client.escapeLiteral(value);
+    const [, claimed] = (await client.query(`BEGIN; ${inlineParams(sql.claim, [limit, cursor, null, true], escape)}`)) as unknown as [QueryResult, QueryResult<ClaimedRow>];
+    const first = claimed.rows;
+    if (first.length === limit || cursor === '') return { rows: first, next: lastKey(first) ?? (first.length === limit ? cursor : '') };
+    const second = (await client.query<ClaimedRow>(sql.claim, [limit - first.length, '', cursor, false])).rows;
+    return { rows: [...first, ...second], next: lastKey(second) ?? '' };
+  }
+
+  /**
+   * How long a loop whose claim found nothing sleeps: until the next retry or `availableAt` falls due (at once if it
+   * fell due since the claim looked), at most one poll interval. Asked in the claim's transaction (see nextDue), which
+   * it commits.
+   */
+  private async idleFor(client: PoolClient, outbox: ResolvedOutboxOptions, sql: ReturnType<typeof outboxSql>): Promise<number> {
     const poll = outbox.relay.pollIntervalMs;
-    try {
-      const { rows } = await this.connections.pool.query<{ ms: number | null }>(sql.nextDue);
-      const ms = rows[0]?.ms;
-      return ms === null || ms === undefined ? poll : Math.min(poll, Math.max(1, Math.ceil(ms)));
-    } catch {
-      return poll;
-    }
+    const [{ rows }] = (await client.query(`${sql.nextDue}; COMMIT`)) as unknown as [QueryResult<{ ms: number | null }>, QueryResult];
+    const ms = rows[0]?.ms;
+    return ms === null || ms === undefined ? poll : Math.min(poll, Math.max(1, Math.ceil(ms)));
   }
 
   /** At most one warning per poll interval, so an outage does not flood the log. */

@@ -21,19 +21,43 @@ export function outboxSql(schema: string, deadBlocksKey: boolean) {
         ORDER BY m.position
         RETURNING 1)
       SELECT count(*)::int AS n, pg_notify($7, '') AS notified FROM inserted`,
-    // The head of each key only: a message waits while an earlier one of its key is undelivered (pending, backing off,
-    // or dead when dead messages block). Heads another relay holds are skipped, not waited for; its successors are
-    // excluded by the NOT EXISTS until that relay commits, so a key never has two messages in flight.
+    // Two kinds of claimable message, locked with SKIP LOCKED so relays never wait for each other: pending messages
+    // without a key, in publish order (index outbox_messages_pending_unkeyed), and the head of each key, its first
+    // undelivered message (pending, or dead when dead messages block), when that head is pending and due. Keys are
+    // walked in key order from $2 (exclusive) up to $3 (inclusive; NULL: to the end) by a loose scan of
+    // outbox_messages_open_key, two index probes per key, so a claim costs what it finds plus the keys it passes,
+    // never the whole backlog; a head another relay holds is skipped, and the rest of its key waits behind it.
+    // $1 limit, $4 false leaves the unkeyed ones out.
     claim: `
-      SELECT m.seq, m.id, m.topic, m.key, m.payload, m.headers, m.attempts, m.created_at
-      FROM ${t} m
-      WHERE m.status = 'pending' AND m.available_at <= now()
-        AND (m.key IS NULL OR NOT EXISTS (
-          SELECT 1 FROM ${t} e WHERE e.key = m.key AND e.seq < m.seq AND e.status IN ${blocking}))
-      ORDER BY m.seq
-      LIMIT $1
-      FOR UPDATE OF m SKIP LOCKED`,
-    nextDue: `SELECT (extract(epoch FROM min(available_at) - clock_timestamp()) * 1000)::float8 AS ms FROM ${t} WHERE status = 'pending' AND available_at > clock_timestamp()`,
+      WITH RECURSIVE keys(key) AS (
+        (SELECT o.key FROM ${t} o WHERE o.status IN ('pending', 'dead') AND o.key IS NOT NULL AND o.key > $2 ORDER BY o.key LIMIT 1)
+        UNION ALL
+        SELECT (SELECT o.key FROM ${t} o WHERE o.status IN ('pending', 'dead') AND o.key IS NOT NULL AND o.key > keys.key ORDER BY o.key LIMIT 1)
+        FROM keys WHERE keys.key IS NOT NULL AND ($3::text IS NULL OR keys.key < $3)
+      ),
+      unkeyed AS (
+        SELECT m.seq, m.id, m.topic, m.key, m.payload, m.headers, m.attempts, m.created_at
+        FROM ${t} m
+        WHERE $4::boolean AND m.status = 'pending' AND m.key IS NULL AND m.available_at <= now()
+        ORDER BY m.seq
+        LIMIT $1
+        FOR UPDATE OF m SKIP LOCKED
+      ),
+      keyed AS (
+        SELECT m.seq, m.id, m.topic, m.key, m.payload, m.headers, m.attempts, m.created_at
+        FROM keys
+        CROSS JOIN LATERAL (
+          SELECT o.seq FROM ${t} o WHERE o.key = keys.key AND o.status IN ${blocking} ORDER BY o.seq LIMIT 1) head
+        JOIN ${t} m ON m.seq = head.seq
+        WHERE keys.key IS NOT NULL AND ($3::text IS NULL OR keys.key <= $3) AND m.status = 'pending' AND m.available_at <= now()
+        LIMIT greatest(0, $1 - (SELECT count(*) FROM unkeyed))
+        FOR UPDATE OF m SKIP LOCKED
+      )
+      SELECT * FROM unkeyed UNION ALL SELECT * FROM keyed`,
+    // Run in the claim's transaction after an empty claim: the first message that was not yet due when the claim looked
+    // (now() is the transaction's start). Milliseconds from now, negative when it fell due since; messages due then
+    // but not claimed are blocked behind their key or held by another relay, and do not count.
+    nextDue: `SELECT (extract(epoch FROM min(available_at) - clock_timestamp()) * 1000)::float8 AS ms FROM ${t} WHERE status = 'pending' AND available_at > now()`,
     delivered: `UPDATE ${t} SET status = 'delivered', delivered_at = now(), attempts = attempts + 1, last_error = NULL WHERE seq = ANY($1::bigint[])`,
     // $3 max attempts; delay = min(maxDelay, delay * factor^(attempts so far)).
     failed: `
@@ -57,6 +81,29 @@ export function outboxSql(schema: string, deadBlocksKey: boolean) {
       WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR topic = $2)
       ORDER BY seq LIMIT $3`,
   };
+}
+
+/** A value `inlineParams` can write into a statement: bigint ids go as arrays of digit strings. */
+export type InlineValue = string | number | boolean | null | readonly string[];
+
+/**
+ * `text` with its `$n` parameters written in as literals, so that it can share one simple-protocol round trip with
+ * `BEGIN` or `COMMIT` (the extended protocol carries one statement). Strings go through `escape` (the client's
+ * `escapeLiteral`); numbers must be integers.
+ */
+export function inlineParams(text: string, values: readonly InlineValue[], escape: (value: string) => string): string {
+  return text.replace(/\$(\d+)/g, (_, n: string) => {
+    const value = values[Number(n) - 1];
+    if (value === null) return 'NULL';
+    if (typeof value === 'boolean') return String(value);
+    if (typeof value === 'number') {
+      if (!Number.isSafeInteger(value)) throw new Error(`inlineParams: $${n} is not an integer`);
+      return String(value);
+    }
+    if (typeof value === 'string') return escape(value);
+    if (!value.every((v) => /^\d+$/.test(v))) throw new Error(`inlineParams: $${n} is not a list of integers`);
+    return escape(`{${value.join(',')}}`);
+  });
 }
 
 /** The outbox statements' row shapes. */

@@ -180,6 +180,31 @@ describe('OutboxService and the relay', () => {
     expect(await outbox.skip(id)).toBe(true);
   });
 
+  it('walks past a key blocked in front of a long backlog: more keys than a batch holds and unkeyed messages all go, each key in order', async () => {
+    const stuck = randomUUID();
+    deliveries.hangUntilAttempt.set(stuck, Number.MAX_SAFE_INTEGER);
+    await dataSource.transaction((manager) =>
+      outbox.publish(manager, [
+        { id: stuck, topic: 'webhook.slow', key: 'stuck', payload: 0 },
+        ...Array.from({ length: 40 }, (_, i) => ({ topic: 'webhook.slow', key: 'stuck', payload: i + 1 })),
+      ]),
+    );
+    // 120 keys (the batch holds 50) with 2 messages each, and 30 without a key, all behind the blocked key's backlog.
+    const others = Array.from({ length: 270 }, (_, i) => ({ topic: 'order.created', key: i < 240 ? `walk-${i % 120}` : undefined, payload: { i } }));
+    await dataSource.transaction((manager) => outbox.publish(manager, others));
+    await eventually(() => deliveries.received.filter((d) => d.topic === 'order.created').length >= 270 || undefined, 'every message of the other keys');
+    for (const key of ['walk-0', 'walk-77', 'walk-119']) {
+      expect(deliveries.received.filter((d) => d.key === key).map((d) => (d.payload as { i: number }).i)).toEqual(others.flatMap((m, i) => (m.key === key ? [i] : [])));
+    }
+    expect(new Set(deliveries.received.filter((d) => d.topic === 'order.created').map((d) => d.id)).size).toBe(270);
+    await eventually(async () => (await statusOf(stuck)) === 'dead', 'the blocking message dead');
+    expect(deliveries.received.filter((d) => d.key === 'stuck')).toEqual([]);
+    expect((await outbox.stats()).topics['webhook.slow']).toMatchObject({ dead: 1, pending: 40 });
+    expect(await outbox.skip(stuck)).toBe(true);
+    await eventually(() => deliveries.received.filter((d) => d.key === 'stuck').length === 40 || undefined, 'the blocked backlog after skip(id)');
+    expect(deliveries.received.filter((d) => d.key === 'stuck').map((d) => d.payload)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+  });
+
   it('refuses to publish outside a transaction or to an unknown topic', async () => {
     await expect(outbox.publish(dataSource.manager, { topic: 'order.created', payload: 1 })).rejects.toBeInstanceOf(OutboxNotInTransactionError);
     await expect(dataSource.transaction((m) => outbox.publish(m, { topic: 'order.shipped', payload: 1 }))).rejects.toBeInstanceOf(OutboxTopicUnknownError);

@@ -5,6 +5,7 @@ export interface Peers {
   bullmq: typeof import('bullmq');
   ioredis: typeof import('ioredis');
   typeorm: typeof import('typeorm');
+  pg: typeof import('pg');
   '@opentelemetry/api': typeof import('@opentelemetry/api');
   '@nestjs/swagger': typeof import('@nestjs/swagger');
   '@nestjs/terminus': typeof import('@nestjs/terminus');

@@ -1,12 +1,12 @@
 // Issue 14: the console's operations from a shell (`npx nestjs-idempotency workflows …|keys …`), as a real process
 // against the app's database: list, show, cancel and resume executions; show and release a stuck key.
 import { INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { IdempotencyModule, IdempotencyService, Step, Workflow, WorkflowClient } from '../../lib';
+import { IdempotencyService, Step, Workflow, WorkflowClient } from '../../lib';
+import { consoleCommand } from '../../lib/cli/console-command';
 import { gate, waitUntil } from '../support/resilience';
-import { databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
+import { createTestApp, databaseUrl, sql, uniqueSchema } from '../support/test-app';
 import { FAST, uniquePrefix } from '../workflow/support';
 
 jest.setTimeout(90_000);
@@ -33,7 +33,8 @@ class RefundWorkflow {
   }
 }
 
-function cli(schema: string, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
+/** The bin as a real process (slow to start under ts-node: used once, to prove the dispatch). */
+function bin(schema: string, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
@@ -44,25 +45,18 @@ function cli(schema: string, ...args: string[]): Promise<{ code: number; out: st
   });
 }
 
+/** The same command in this process, on the same database (what the bin runs after parsing nothing else). */
+async function cli(schema: string, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const result = await consoleCommand(args, { ...process.env, DATABASE_URL: databaseUrl(), IDEMPOTENCY_SCHEMA: schema });
+  return { code: result.code, out: result.out.join('\n'), err: result.err.join('\n') };
+}
+
 describe('CLI: nestjs-idempotency workflows … / keys …', () => {
   const schema = uniqueSchema('cli');
   let app: INestApplication;
 
   beforeAll(async () => {
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        IdempotencyModule.forRoot({
-          postgres: { url: databaseUrl(), schema },
-          redis: { url: redisUrl(), keyPrefix: `idem-${schema}` },
-          migrationsRun: true,
-          workflows: { ...FAST, queuePrefix: uniquePrefix() },
-        }),
-      ],
-      providers: [RefundWorkflow],
-    }).compile();
-    app = moduleRef.createNestApplication();
-    app.useLogger(false);
-    await app.init();
+    app = await createTestApp({ adapter: 'express', schema, controllers: [], providers: [RefundWorkflow], options: { workflows: { ...FAST, queuePrefix: uniquePrefix() } } });
   });
 
   afterAll(async () => {
@@ -77,7 +71,7 @@ describe('CLI: nestjs-idempotency workflows … / keys …', () => {
     await expect(failed.result({ timeout: 30_000 })).rejects.toThrow();
     await client.start(RefundWorkflow, { wait: true }, { workflowId: 'refund-2' });
 
-    const listed = await cli(schema, 'workflows', 'list', '--status', 'failed');
+    const listed = await bin(schema, 'workflows', 'list', '--status', 'failed');
     expect(listed.code).toBe(0);
     expect((JSON.parse(listed.out) as { workflowId: string }[]).map((e) => e.workflowId)).toEqual(['refund-1']);
 

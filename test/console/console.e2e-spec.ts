@@ -7,7 +7,7 @@ import { Test } from '@nestjs/testing';
 import type { Browser, Page } from 'puppeteer-core';
 import { IdempotencyConfigError, IdempotencyModule, IdempotencyService, Step, Workflow, WorkflowClient } from '../../lib';
 import { gate, listen, waitUntil } from '../support/resilience';
-import { databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
+import { createTestApp, databaseUrl, sql, uniqueSchema } from '../support/test-app';
 import { FAST, uniquePrefix } from '../workflow/support';
 import { launchBrowser } from './browser';
 
@@ -65,20 +65,10 @@ describe('web console (headless Chromium)', () => {
   let page: Page;
 
   beforeAll(async () => {
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        IdempotencyModule.forRoot({
-          postgres: { url: databaseUrl(), schema },
-          redis: { url: redisUrl(), keyPrefix: `idem-${schema}` },
-          migrationsRun: true,
-          workflows: { ...FAST, queuePrefix: uniquePrefix() },
-          console: { path: '/_idempotency', guard: TokenGuard },
-        }),
-      ],
-      providers: [ShipmentWorkflow, PaymentWorkflow, TokenGuard],
-    }).compile();
-    app = moduleRef.createNestApplication();
-    app.useLogger(false);
+    app = await createTestApp({
+      adapter: 'express', schema, controllers: [], providers: [ShipmentWorkflow, PaymentWorkflow, TokenGuard],
+      options: { workflows: { ...FAST, queuePrefix: uniquePrefix() }, console: { path: '/_idempotency', guard: TokenGuard } },
+    });
     url = `${await listen(app)}/_idempotency`;
     browser = await launchBrowser();
     page = await browser.newPage();

@@ -1,6 +1,5 @@
-import { CanActivate, HttpException, Inject, Injectable, Logger, OnModuleInit, Type } from '@nestjs/common';
+import { CanActivate, ExecutionContext, HttpException, Inject, Injectable, Logger, OnModuleInit, Type } from '@nestjs/common';
 import { HttpAdapterHost, ModuleRef } from '@nestjs/core';
-import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import type { WorkflowStatus } from '../workflow/workflow.interfaces';
@@ -43,7 +42,7 @@ export class ConsoleRoutes implements OnModuleInit {
     const route = (method: 'get' | 'post', path: string, handle: (url: URL, req: unknown) => Promise<{ html: string } | { redirect: string }>) => {
       adapter[method](`${base}${path}`, async (req, res) => {
         try {
-          if (guard && !(await guard.canActivate(new ExecutionContextHost([req, res, undefined])))) {
+          if (guard && !(await guard.canActivate(httpContext(req, res)))) {
             adapter.setHeader(res, 'content-type', 'text/plain; charset=utf-8');
             adapter.reply(res, 'Forbidden', 403);
             return;
@@ -128,5 +127,24 @@ function parseFilter(url: URL): ConsoleWorkflowFilter {
     workflow: url.searchParams.get('workflow') || undefined,
     since: date('since'),
     until: date('until'),
+  };
+}
+
+/** The ExecutionContext a guard expects, for a request that reaches no controller (no deep import of Nest's own). */
+function httpContext(req: unknown, res: unknown): ExecutionContext {
+  const args = [req, res, undefined];
+  const http = { getRequest: <T>() => req as T, getResponse: <T>() => res as T, getNext: <T>() => undefined as T };
+  const unsupported = () => {
+    throw new Error('the idempotency console is served over HTTP only');
+  };
+  return {
+    getClass: <T>() => ConsoleRoutes as unknown as T,
+    getHandler: () => httpContext,
+    getArgs: <T extends unknown[]>() => args as T,
+    getArgByIndex: <T>(index: number) => args[index] as T,
+    getType: <T extends string>() => 'http' as T,
+    switchToHttp: () => http,
+    switchToRpc: unsupported,
+    switchToWs: unsupported,
   };
 }

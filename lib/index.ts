@@ -38,6 +38,12 @@ export { IdempotencyObserver } from './observability/idempotency-observer';
 export type {
   IdempotencyFace, ClaimOutcomeName, StoreName, TraceCarrier, StepAttemptInfo, GaugeSource,
 } from './observability/idempotency-observer';
+/** The console's operations as an injectable API: list/show/cancel/resume workflow executions, show/release keys. */
+export { IdempotencyConsole } from './console/idempotency-console.service';
+export type { ConsoleWorkflowFilter, ConsoleExecution } from './console/idempotency-console.service';
+export type { KeyRecord } from './console/key-records';
+/** Options of `console` (the web console, off by default). */
+export type { ConsoleOptions } from './console/console-options';
 /** Options of `observability` (metrics and traces through `@opentelemetry/api`). */
 export type { ObservabilityOptions } from './observability/observability-options';
 export { IdempotencyProblemException, PROBLEM_CONTENT_TYPE, DEFAULT_PROBLEM_TYPE_BASE, IDEMPOTENCY_PROBLEMS } from './http/problem-details';

@@ -8,6 +8,8 @@ import { NotificationsModule } from './notifications/notifications.module';
 import { OrdersModule } from './orders/orders.module';
 import { PaymentsModule } from './payments/payments.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
+import { OperationsModule } from './operations/operations.module';
+import { ConsoleDemoGuard } from './auth/console-demo.guard';
 
 @Module({
   imports: [
@@ -15,7 +17,8 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     IdempotencyModule.forRootAsync({
       imports: [ConfigModule],
       inject: [ConfigService],
-      useFactory: idempotencyOptionsFromEnv,
+      // The console at /_idempotency, behind the demo guard (any API client's bearer token).
+      useFactory: (config: ConfigService) => ({ ...idempotencyOptionsFromEnv(config), console: { path: '/_idempotency', guard: ConsoleDemoGuard } }),
     }),
     // Every route needs a bearer token (unless @Public()); the Idempotency-Key scope is the authenticated client.
     AuthModule,
@@ -24,6 +27,7 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     WebhooksModule,
     // Consumes payment.created, which every charge publishes through the outbox.
     NotificationsModule,
+    OperationsModule,
     // Durable workflows run on BullMQ: the orders part needs Redis.
     ...(process.env.REDIS_URL ? [OrdersModule] : []),
   ],

@@ -198,6 +198,32 @@ async function runScript(app) {
   check(final === baseline + 3, `expected the demo to add 3 ledger rows, it added ${final - baseline}`);
 }
 
+/** Operating it: where the metrics, health check, API docs and console are, and a few metric values after the run. */
+async function runOperationsScript(app) {
+  out();
+  out('11) Operating it: metrics, health, OpenAPI and the console of the running app');
+  const metricsText = await (await fetch(`${app.base}/metrics`)).text();
+  const sample = (labels) => {
+    const line = metricsText.split('\n').find((l) => l.startsWith('idempotency_claims_total{') && labels.every((x) => l.includes(x)));
+    return line ? Number(line.split(' ').pop()) : 0;
+  };
+  out(`    GET ${app.base}/metrics → Prometheus text; since the app's last restart, HTTP claims: acquired ${sample(['face="http"', 'outcome="acquired"'])}, ` +
+    `replay ${sample(['face="http"', 'outcome="replay"'])}, in_progress ${sample(['face="http"', 'outcome="in_progress"'])}, ` +
+    `mismatch ${sample(['face="http"', 'outcome="mismatch"'])}; inbox duplicates ${sample(['face="inbox"', 'outcome="replay"'])}`);
+  check(sample(['face="http"', 'outcome="replay"']) > 0, 'the metrics show no HTTP replay after the demo replayed requests');
+  const health = await fetch(`${app.base}/health`);
+  const healthBody = await health.json();
+  out(`    GET ${app.base}/health → ${health.status} ${JSON.stringify(healthBody.details?.idempotency ?? healthBody)}`);
+  check(health.status === 200, `/health answered ${health.status}`);
+  const doc = await (await fetch(`${app.base}/docs-json`)).json();
+  const documented = Object.entries(doc.paths ?? {}).filter(([, ops]) => Object.values(ops).some((op) => (op.parameters ?? []).some((p) => p.name === 'Idempotency-Key')));
+  out(`    Swagger UI at ${app.base}/docs; operations documenting Idempotency-Key: ${documented.map(([p]) => p).join(', ') || 'none'}`);
+  const refused = await fetch(`${app.base}/_idempotency`);
+  const consolePage = await fetch(`${app.base}/_idempotency`, { headers: auth() });
+  out(`    console at ${app.base}/_idempotency (bearer token of an API client): without a token → ${refused.status}, with → ${consolePage.status}`);
+  check(refused.status === 403 && consolePage.status === 200, 'the console is not guarded as expected');
+}
+
 /** 7. A webhook delivered several times (twice at once) is handled once, through the inbox. */
 async function runWebhookScript(app) {
   out();
@@ -461,6 +487,7 @@ async function main() {
     app = await runWorkflowScript(app, env);
     app = await runTransactionalCrashScript(app, env);
     app = await runOutboxCrashScript(app, env);
+    await runOperationsScript(app);
     out();
     out('Demo finished: every step behaved as expected.');
   } catch (err) {

@@ -300,16 +300,12 @@ export class IdempotencyService {
    * Like {@link begin}, but holds a request that finds the key in progress until the holder finishes
    * (replay), releases it (this request takes it), or `waitMs` passes (in progress).
    */
-  beginOrWait(request: ClaimRequest, waitMs: number): Promise<BeginResult> {
-    return this.observer.decide(request.scope, request.key, () => this.decideOrWait(request, waitMs));
-  }
-
-  private async decideOrWait(request: ClaimRequest, waitMs: number): Promise<BeginResult> {
+  async beginOrWait(request: ClaimRequest, waitMs: number): Promise<BeginResult> {
     const deadline = Date.now() + waitMs;
     let pause = WAIT_POLL_MIN_MS;
     let waited = false;
     for (;;) {
-      const result = await this.decide(request);
+      const result = await this.begin(request);
       if (result.kind === 'acquired' && waited) return { ...result, waited };
       if (result.kind !== 'in_progress' || Date.now() + pause > deadline) return result;
       waited = true;

@@ -6,6 +6,7 @@ import type { TransactionIsolation } from '../transaction/transaction-options';
 import type { Duration } from '../utils/duration';
 import type { OutboxOptions } from '../outbox/outbox.interfaces';
 import type { ObservabilityOptions } from '../observability/observability-options';
+import type { ConsoleOptions } from '../console/console-options';
 
 /** Settings shared by both forms of the `postgres` option. */
 export interface PostgresCommonOptions {
@@ -166,4 +167,6 @@ export interface IdempotencyModuleOptions {
   outbox?: OutboxOptions;
   /** Metrics and traces through `@opentelemetry/api` (on when it is installed). See README "Operating it". */
   observability?: ObservabilityOptions;
+  /** A web console for workflows and keys, behind your guard (off by default). See README "Console". */
+  console?: ConsoleOptions;
 }

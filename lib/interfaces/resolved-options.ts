@@ -6,6 +6,7 @@ import type { TransactionSetting } from '../transaction/transaction-options';
 import type { IdempotencyRequest } from './idempotency-options.interface';
 import type { ResolvedOutboxOptions } from '../outbox/outbox.interfaces';
 import type { ResolvedObservabilityOptions } from '../observability/observability-options';
+import type { ResolvedConsoleOptions } from '../console/console-options';
 
 /** HTTP settings after defaults and duration parsing (internal). */
 export interface ResolvedHttpOptions {
@@ -70,4 +71,6 @@ export interface ResolvedOptions {
   /** Undefined when the `outbox` option is not set. */
   outbox?: ResolvedOutboxOptions;
   observability: ResolvedObservabilityOptions;
+  /** Undefined when the console is off. */
+  console?: ResolvedConsoleOptions;
 }

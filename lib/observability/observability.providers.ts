@@ -7,6 +7,8 @@ import type { ResolvedObservabilityOptions } from './observability-options';
 import { OpenTelemetryObserver } from './opentelemetry-observer';
 import { ObservabilityGauges } from './observability-gauges';
 import { IdempotencyHealthIndicator } from '../health/idempotency-health.indicator';
+import { IdempotencyConsole } from '../console/idempotency-console.service';
+import { ConsoleRoutes } from '../console/console-routes';
 
 /** The observer for the options: OpenTelemetry when enabled (by default: when `@opentelemetry/api` is installed), else a no-op. */
 export function createObserver(options: ResolvedObservabilityOptions): IdempotencyObserver {
@@ -15,7 +17,7 @@ export function createObserver(options: ResolvedObservabilityOptions): Idempoten
   return api ? new OpenTelemetryObserver(api, options) : new NoopObserver();
 }
 
-/** Binds {@link IdempotencyObserver} (which the engine, the stores and the workflow workers report to) and the health indicator. */
+/** Binds {@link IdempotencyObserver} (which the engine, the stores and the workflow workers report to), the health indicator and the console. */
 export const observabilityProviders: Provider[] = [
   {
     provide: IdempotencyObserver,
@@ -24,7 +26,9 @@ export const observabilityProviders: Provider[] = [
   },
   ObservabilityGauges,
   IdempotencyHealthIndicator,
+  IdempotencyConsole,
+  ConsoleRoutes,
 ];
 
 /** What an app may inject for operating the library. */
-export const observabilityExports = [IdempotencyHealthIndicator];
+export const observabilityExports = [IdempotencyHealthIndicator, IdempotencyConsole];

@@ -26,6 +26,9 @@ function observed<T extends object>(
     get(object, property, receiver) {
       const value: unknown = Reflect.get(object, property, receiver);
       if (typeof property !== 'string' || typeof value !== 'function' || !(property in operations)) return value;
+      // A method replaced on the instance (a test's spy, a patch) is returned as it is: it reads back as itself, and
+      // it calls through to the observed method it replaced.
+      if (Object.prototype.hasOwnProperty.call(object, property)) return value;
       let wrapper = wrappers.get(property);
       if (!wrapper) {
         const spec = operations[property];

@@ -115,8 +115,8 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationBootst
     return this.opened;
   }
 
-  /** A Redis cache entry must never answer for another database or schema than the one that holds its record. */
-  private static async derivedKeyPrefix(pool: Pool, schema: string): Promise<string> {
+  /** The default `redis.keyPrefix`: a Redis cache entry must never answer for another database or schema than the one that holds its record. */
+  static async derivedKeyPrefix(pool: Pool, schema: string): Promise<string> {
     const { rows } = await pool.query<{ identity: string }>(
       "SELECT concat_ws('/', inet_server_addr()::text, inet_server_port()::text, current_database()) AS identity",
     );

@@ -6,6 +6,7 @@ export interface Peers {
   ioredis: typeof import('ioredis');
   'nestjs-cls': typeof import('nestjs-cls');
   typeorm: typeof import('typeorm');
+  pg: typeof import('pg');
   '@opentelemetry/api': typeof import('@opentelemetry/api');
   '@nestjs/swagger': typeof import('@nestjs/swagger');
   '@nestjs/terminus': typeof import('@nestjs/terminus');

@@ -10,6 +10,7 @@ import { KeyTracker } from './known-keys';
 import { MAX_TIMER_MS } from './long-timer';
 import { resolveOutbox } from '../outbox/outbox-options';
 import { resolveObservability } from '../observability/observability-options';
+import { resolveConsole } from '../console/console-options';
 
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Claims and completions are short: 20 lets first-time keys commit concurrently (bench:http: +20% over 10). */
@@ -308,6 +309,7 @@ export function resolveOptions(options: IdempotencyModuleOptions | undefined): R
     workflows: resolveWorkflows(c, options.workflows),
     retention: resolveRetention(c, options.retention),
     observability: resolveObservability(c, options.observability),
+    console: resolveConsole(c, options.console),
   };
   resolved.outbox = resolveOutbox(c, options.outbox, resolved.redis !== false);
   c.rejectUnknownKeys();

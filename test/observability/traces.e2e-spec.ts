@@ -6,9 +6,9 @@ import { trace } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { IdempotencyModule, IdempotencyService, IdempotencyTestingModule, Step, Workflow, WorkflowClient, WorkflowFailedError } from '../../lib';
+import { IdempotencyService, IdempotencyTestingModule, Step, Workflow, WorkflowClient, WorkflowFailedError } from '../../lib';
 import { listen, waitUntil } from '../support/resilience';
-import { databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
+import { createTestApp, sql, uniqueSchema } from '../support/test-app';
 import { FAST, uniquePrefix } from '../workflow/support';
 import { startSpanRecorder } from './support';
 
@@ -52,20 +52,9 @@ describe('traces (OpenTelemetry, in-memory span exporter)', () => {
 
   beforeAll(async () => {
     recorder = startSpanRecorder();
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        IdempotencyModule.forRoot({
-          postgres: { url: databaseUrl(), schema },
-          redis: { url: redisUrl(), keyPrefix: `idem-${schema}` },
-          migrationsRun: true,
-          workflows: { ...FAST, queuePrefix: uniquePrefix() },
-        }),
-      ],
-      controllers: [PayController],
-      providers: [TracedWorkflow],
-    }).compile();
-    app = moduleRef.createNestApplication();
-    app.useLogger(false);
+    app = await createTestApp({
+      adapter: 'express', schema, controllers: [PayController], providers: [TracedWorkflow], options: { workflows: { ...FAST, queuePrefix: uniquePrefix() } },
+    });
     url = await listen(app);
   });
 

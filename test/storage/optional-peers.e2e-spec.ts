@@ -41,6 +41,11 @@ describe('optional peers: ioredis and bullmq are loaded only when configured', (
     expect(result).toMatchObject({ ok: true, statuses: [201, 201], replayed: 'true', runs: 2, loaded: ['ioredis'] });
   });
 
+  it('without @opentelemetry/api, @nestjs/swagger and @nestjs/terminus, runs with metrics, traces and docs as no-ops', async () => {
+    const result = await runWithout(['@opentelemetry/api', '@nestjs/swagger', '@nestjs/terminus'], 'redis', fresh());
+    expect(result).toMatchObject({ ok: true, statuses: [201, 201], replayed: 'true', runs: 2 });
+  });
+
   it('with Redis configured but ioredis missing, fails at startup naming the package and the way out', async () => {
     const result = await runWithout(['ioredis', 'bullmq'], 'redis', fresh());
     expect(result).toMatchObject({ ok: false, name: 'IdempotencyConfigError' });

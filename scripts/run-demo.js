@@ -202,12 +202,17 @@ async function runScript(app) {
 async function runOperationsScript(app) {
   out();
   out('11) Operating it: metrics, health, OpenAPI and the console of the running app');
+  // The app restarted in the parts above (its counters with it): one charge and its retry give the metrics something to show.
+  const key = `demo-metrics-${randomUUID()}`;
+  const first = await charge(app, key, { amount: 100, currency: 'EUR' });
+  const retry = await charge(app, key, { amount: 100, currency: 'EUR' });
+  check(first.status === 201 && retry.headers.get('Idempotent-Replayed') === 'true', `a charge and its retry: ${first.status}, then ${retry.status}`);
   const metricsText = await (await fetch(`${app.base}/metrics`)).text();
   const sample = (labels) => {
     const line = metricsText.split('\n').find((l) => l.startsWith('idempotency_claims_total{') && labels.every((x) => l.includes(x)));
     return line ? Number(line.split(' ').pop()) : 0;
   };
-  out(`    GET ${app.base}/metrics → Prometheus text; since the app's last restart, HTTP claims: acquired ${sample(['face="http"', 'outcome="acquired"'])}, ` +
+  out(`    GET ${app.base}/metrics → Prometheus text; since the app's last restart (one charge and its retry just now), HTTP claims: acquired ${sample(['face="http"', 'outcome="acquired"'])}, ` +
     `replay ${sample(['face="http"', 'outcome="replay"'])}, in_progress ${sample(['face="http"', 'outcome="in_progress"'])}, ` +
     `mismatch ${sample(['face="http"', 'outcome="mismatch"'])}; inbox duplicates ${sample(['face="inbox"', 'outcome="replay"'])}`);
   check(sample(['face="http"', 'outcome="replay"']) > 0, 'the metrics show no HTTP replay after the demo replayed requests');
@@ -347,7 +352,7 @@ async function runTransactionalCrashScript(app, env) {
   const afterCrash = await ledgerCount(restarted);
   out(`    restarted the app (pid ${restarted.child.pid}); ledger: ${afterCrash} charge(s), ${before} before the crash — the killed charge left nothing`);
   check(afterCrash === before, `the killed charge must leave no ledger row (ledger went from ${before} to ${afterCrash})`);
-  out(`    the client retries with the same key (409 until the dead holder's ${env.IDEMPOTENCY_LOCK_TIMEOUT} lease lapses):`);
+  out('    the client retries with the same key (the claim died with the killed transaction: no lease to wait for):');
   let retried;
   for (const until = Date.now() + 60000; ; ) {
     retried = await charge(restarted, key, body);

@@ -141,7 +141,11 @@ export class IdempotencyService {
    * the wait the answer is in progress, as after any other. Every wait for a pooled connection is bounded by one
    * lease ({@link StoreUnavailableError}); there is no other pool use on this path.
    */
-  async beginInTransaction(request: ClaimRequest, options: { isolation: TransactionIsolation; waitMs: number }, where: string): Promise<BeginResult> {
+  beginInTransaction(request: ClaimRequest, options: { isolation: TransactionIsolation; waitMs: number }, where: string): Promise<BeginResult> {
+    return this.observer.decide(request.scope, request.key, () => this.decideInTransaction(request, options, where));
+  }
+
+  private async decideInTransaction(request: ClaimRequest, options: { isolation: TransactionIsolation; waitMs: number }, where: string): Promise<BeginResult> {
     assertClaimLimits(request);
     const transactions = this.transactionsFor(where);
     const cached = await this.cache.lookup(request.scope, request.key, request.fingerprint, request.leaseMs);

@@ -5,7 +5,7 @@ import { Body, Controller, INestApplication, Injectable, Post } from '@nestjs/co
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import {
-  IdempotencyModule, IdempotencyService, IdempotentMethod, InboxService, OutboxService, Step, Workflow, WorkflowClient, WorkflowConflictError,
+  Idempotent, IdempotencyModule, IdempotencyService, IdempotentMethod, InboxService, OutboxService, Step, Workflow, WorkflowClient, WorkflowConflictError,
 } from '../../lib';
 import { IdempotencyConnections } from '../../lib/storage/idempotency-connections';
 import { listen, waitUntil } from '../support/resilience';
@@ -22,6 +22,12 @@ let gate: Promise<void> = Promise.resolve();
 class PayController {
   @Post('charge')
   charge(@Body() body: { amount: number }) {
+    return { charged: body.amount };
+  }
+
+  @Post('charge-tx')
+  @Idempotent({ transaction: true })
+  chargeInTransaction(@Body() body: { amount: number }) {
     return { charged: body.amount };
   }
 
@@ -182,5 +188,18 @@ describe('metrics (OpenTelemetry → Prometheus exporter)', () => {
     const text = await prometheus.scrape();
     expect(sample(text, 'idempotency_outbox_pending', { topic: 'order.created' })).toBe(1);
     expect(sample(text, 'idempotency_outbox_dead', { topic: 'order.created' })).toBe(0);
+  });
+
+  it('counts the claims of transaction: true routes too (their claim is part of the handler transaction)', async () => {
+    const post = (key: string, amount: number) => request(url).post('/charge-tx').set('Idempotency-Key', key).send({ amount });
+    const acquired = await claims('http', 'acquired');
+    const replayed = await claims('http', 'replay');
+    const mismatched = await claims('http', 'mismatch');
+    expect((await post('tx-1', 1)).status).toBe(201);
+    expect((await post('tx-1', 1)).headers['idempotent-replayed']).toBe('true');
+    expect((await post('tx-1', 2)).status).toBe(422);
+    expect(await claims('http', 'acquired')).toBe(acquired + 1);
+    expect(await claims('http', 'replay')).toBe(replayed + 1);
+    expect(await claims('http', 'mismatch')).toBe(mismatched + 1);
   });
 });

@@ -50,7 +50,7 @@ async function packAndInstall(work: string): Promise<string> {
   mkdirSync(app);
   await mustRun(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json', '--outDir', join(stage, 'dist')], ROOT);
   for (const file of ['package.json', 'README.md', 'LICENSE']) copyFileSync(join(ROOT, file), join(stage, file));
-  await mustRun('npm', ['pack', stage, '--pack-destination', work, '--silent'], work);
+  await mustRun('npm', ['pack', stage, '--pack-destination', work, '--silent', '--ignore-scripts'], work);
   const tarball = readdirSync(work).find((file) => file.endsWith('.tgz'));
   if (!tarball) throw new Error(`npm pack left no tarball in ${work}`);
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'adopter-app', version: '1.0.0', private: true }));

@@ -58,12 +58,12 @@ export class StepWorker {
     }
   }
 
-  /** True while this process runs the step job (its job may have vanished from Redis, the step has not). */
   /** True while every step worker of this instance is running (health checks). */
   workersAlive(): boolean {
     return this.workers.every((w) => w.isRunning());
   }
 
+  /** True while this process runs the step job (its job may have vanished from Redis, the step has not). */
   isRunningHere(queue: string, jobId: string): boolean {
     return this.inFlight.has(`${queue}\u0000${jobId}`);
   }

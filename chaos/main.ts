@@ -254,14 +254,19 @@ class ChaosRun {
       { at: 0.3, kind: 'postgres-restart' },
       { at: 0.5, kind: 'redis-restart' },
     ];
-    const supervisor = new Supervisor(workers, this.services, this.config.workflowKillEveryMs, plan, () => finished / n);
+    // Faults are planned on the share of workflows started, and each start waits for the faults planned before it:
+    // on a fast machine the workflows would otherwise all finish before the later faults fire.
+    let started = 0;
+    const supervisor = new Supervisor(workers, this.services, this.config.workflowKillEveryMs, plan, () => started / n);
     const client = new ChaosClient(workers, this.retry);
     log(`workflows: ${n} five-step workflows on 2 workers`);
     const t0 = Date.now();
     supervisor.start();
     const notStarted: string[] = [];
-    await pool(ids, this.config.concurrency, async (id) => {
+    await pool(ids, this.config.concurrency, async (id, i) => {
+      await supervisor.reached(i / n);
       if (!(await client.send(`/wf/${id}`, id))) notStarted.push(id);
+      started++;
     });
     // Faults go on until each planned one fired and then until most workflows finished or 20 s passed; then the
     // drain (every workflow ended, no more faults) is measured.

@@ -1,4 +1,5 @@
-import { Logger, NestInterceptor, Provider } from '@nestjs/common';
+import { NestInterceptor, Provider } from '@nestjs/common';
+import { LibraryLogger, useLibraryLogLevel } from './observability/library-logger';
 import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
 import { IdempotencyService } from './core/idempotency.service';
 import { IdempotentMethodExplorer } from './guard/idempotent-method.explorer';
@@ -34,7 +35,11 @@ import { observeIdempotencyCache, observeIdempotencyStore } from './observabilit
 export const idempotencyProviders: Provider[] = [
   {
     provide: RESOLVED_IDEMPOTENCY_OPTIONS,
-    useFactory: (options: IdempotencyModuleOptions) => resolveOptions(options),
+    useFactory: (options: IdempotencyModuleOptions) => {
+      const resolved = resolveOptions(options);
+      useLibraryLogLevel(resolved.logLevel); // first thing the module makes: set before any of its providers logs
+      return resolved;
+    },
     inject: [IDEMPOTENCY_MODULE_OPTIONS],
   },
   IdempotencyConnections,
@@ -51,7 +56,7 @@ export const idempotencyProviders: Provider[] = [
         failureThreshold: options.redis.failureThreshold,
         resetAfterMs: options.redis.resetAfterMs,
         timeoutMs: options.redis.commandTimeoutMs,
-      }, new Logger('Idempotency'));
+      }, new LibraryLogger('Idempotency'));
       observer.watchBreaker('redis', breaker);
       return observeIdempotencyCache(new RedisIdempotencyCache(connections, breaker), observer);
     },

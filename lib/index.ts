@@ -42,6 +42,8 @@ export type {
 export { IdempotencyConsole } from './console/idempotency-console.service';
 export type { ConsoleWorkflowFilter, ConsoleExecution } from './console/idempotency-console.service';
 export type { KeyRecord } from './console/key-records';
+/** The values of the `logLevel` module option (the least severe line the library logs; `false`: none). */
+export type { IdempotencyLogLevel } from './observability/library-logger';
 /** Options of `console` (the web console, off by default). */
 export type { ConsoleOptions } from './console/console-options';
 /** Options of `observability` (metrics and traces through `@opentelemetry/api`). */

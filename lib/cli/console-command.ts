@@ -1,4 +1,4 @@
-import { Logger } from '@nestjs/common';
+import { LibraryLogger } from '../observability/library-logger';
 import { KeyRecords } from '../console/key-records';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
 import { CircuitBreaker } from '../storage/redis/circuit-breaker';
@@ -124,7 +124,7 @@ async function forgetInRedis(url: string, redisKeyPrefix: string, scope: string,
   const redis = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true });
   try {
     await redis.connect();
-    const breaker = new CircuitBreaker('Redis', { failureThreshold: 1, resetAfterMs: 1, timeoutMs: 5_000 }, new Logger('nestjs-idempotency'));
+    const breaker = new CircuitBreaker('Redis', { failureThreshold: 1, resetAfterMs: 1, timeoutMs: 5_000 }, new LibraryLogger('Idempotency'));
     await new RedisIdempotencyCache({ redis, redisKeyPrefix }, breaker).forget(scope, key);
   } finally {
     redis.disconnect();

@@ -1,4 +1,5 @@
 import { CanActivate, ExecutionContext, HttpException, Inject, Injectable, Logger, OnModuleInit, Type } from '@nestjs/common';
+import { LibraryLogger } from '../observability/library-logger';
 import { HttpAdapterHost, ModuleRef } from '@nestjs/core';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
@@ -24,7 +25,7 @@ const STATUSES = new Set(['pending', 'running', 'completed', 'failed', 'cancelle
  */
 @Injectable()
 export class ConsoleRoutes implements OnModuleInit {
-  private readonly logger = new Logger('Idempotency');
+  private readonly logger: Logger = new LibraryLogger('Idempotency');
 
   constructor(
     @Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions,

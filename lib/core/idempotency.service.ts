@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { LibraryLogger } from '../observability/library-logger';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DuplicateExecutionError } from '../errors/duplicate-execution.error';
@@ -54,7 +55,7 @@ const TRANSACTIONAL_CLAIM_ATTEMPTS = 10;
  */
 @Injectable()
 export class IdempotencyService {
-  private readonly logger = new Logger('Idempotency');
+  private readonly logger: Logger = new LibraryLogger('Idempotency');
   @Optional() @Inject(IdempotencyObserver) private readonly observer: IdempotencyObserver = new NoopObserver();
 
   constructor(

@@ -1,4 +1,5 @@
 import { CallHandler, ExecutionContext, HttpException, Inject, Injectable, Logger, NestInterceptor } from '@nestjs/common';
+import { LibraryLogger } from '../observability/library-logger';
 import { HttpAdapterHost } from '@nestjs/core';
 import { catchError, defer, lastValueFrom, Observable, throwError } from 'rxjs';
 import { Claim } from '../core/idempotency-record';
@@ -66,7 +67,7 @@ interface RouteSettings {
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
-  protected readonly logger = new Logger('Idempotency');
+  protected readonly logger: Logger = new LibraryLogger('Idempotency');
   private readonly routes = new WeakMap<object, RouteSettings | null>();
 
   constructor(

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { LibraryLogger } from '../observability/library-logger';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 
@@ -11,7 +12,7 @@ export const MISSING_SCOPE_WARNING =
 /** Says once, at startup, that keys are not scoped per client when no `http.scope` was chosen. */
 @Injectable()
 export class ScopeWarning implements OnModuleInit {
-  private readonly logger = new Logger('Idempotency');
+  private readonly logger: Logger = new LibraryLogger('Idempotency');
 
   constructor(@Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions) {}
 

@@ -7,6 +7,7 @@ import type { Duration } from '../utils/duration';
 import type { OutboxOptions } from '../outbox/outbox.interfaces';
 import type { ObservabilityOptions } from '../observability/observability-options';
 import type { ConsoleOptions } from '../console/console-options';
+import type { IdempotencyLogLevel } from '../observability/library-logger';
 
 /** Settings shared by both forms of the `postgres` option. */
 export interface PostgresCommonOptions {
@@ -169,4 +170,9 @@ export interface IdempotencyModuleOptions {
   observability?: ObservabilityOptions;
   /** A web console for workflows and keys, behind your guard (off by default). See README "Console". */
   console?: ConsoleOptions;
+  /**
+   * The least severe line the library itself logs (contexts `Idempotency` and `Workflows`, through Nest's `Logger`);
+   * `false` silences it. The app's own lines are not affected. Default `'log'` (no debug or verbose lines).
+   */
+  logLevel?: IdempotencyLogLevel | false;
 }

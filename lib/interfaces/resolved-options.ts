@@ -7,6 +7,7 @@ import type { IdempotencyRequest } from './idempotency-options.interface';
 import type { ResolvedOutboxOptions } from '../outbox/outbox.interfaces';
 import type { ResolvedObservabilityOptions } from '../observability/observability-options';
 import type { ResolvedConsoleOptions } from '../console/console-options';
+import type { IdempotencyLogLevel } from '../observability/library-logger';
 
 /** HTTP settings after defaults and duration parsing (internal). */
 export interface ResolvedHttpOptions {
@@ -73,4 +74,6 @@ export interface ResolvedOptions {
   observability: ResolvedObservabilityOptions;
   /** Undefined when the console is off. */
   console?: ResolvedConsoleOptions;
+  /** The least severe line the library logs; false: none. */
+  logLevel: IdempotencyLogLevel | false;
 }

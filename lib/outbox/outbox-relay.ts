@@ -1,4 +1,5 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { LibraryLogger } from '../observability/library-logger';
 import type { PoolClient, QueryResult } from 'pg';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
@@ -23,7 +24,7 @@ function lastKey(rows: ClaimedRow[]): string | undefined {
  */
 @Injectable()
 export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger('Idempotency');
+  private readonly logger: Logger = new LibraryLogger('Idempotency');
   private wakeup?: OutboxWakeup;
   private loops: Promise<void>[] = [];
   private stopped = false;

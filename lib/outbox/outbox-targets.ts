@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { LibraryLogger } from '../observability/library-logger';
 import type { Queue } from 'bullmq';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
@@ -17,7 +18,7 @@ export type DeliveryOutcome = string | undefined;
  */
 @Injectable()
 export class OutboxTargets implements OnApplicationShutdown {
-  private readonly logger = new Logger('Idempotency');
+  private readonly logger: Logger = new LibraryLogger('Idempotency');
   private readonly queues = new Map<string, Queue>();
 
   constructor(

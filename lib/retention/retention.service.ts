@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
+import { LibraryLogger } from '../observability/library-logger';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
@@ -16,7 +17,7 @@ import { LongTimer, setLongInterval } from '../utils/long-timer';
  */
 @Injectable()
 export class RetentionService implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly logger = new Logger('Idempotency');
+  private readonly logger: Logger = new LibraryLogger('Idempotency');
   private timer?: LongTimer;
   private running?: Promise<unknown>;
 

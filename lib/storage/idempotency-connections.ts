@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { LibraryLogger } from '../observability/library-logger';
 import { ModuleRef } from '@nestjs/core';
 import { createHash } from 'node:crypto';
 import type { Cluster, default as Redis } from 'ioredis';
@@ -17,7 +18,7 @@ import { pendingMigrations, runMigrations, withMigrationConnection } from './pos
  */
 @Injectable()
 export class IdempotencyConnections implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly logger = new Logger('Idempotency');
+  private readonly logger: Logger = new LibraryLogger('Idempotency');
   private opened?: { dataSource: DataSource; pool: Pool; schema: string; redis?: Redis | Cluster; redisKeyPrefix: string };
   private ownedDataSource?: DataSource;
   private ownedRedis?: Redis | Cluster;

@@ -1,4 +1,5 @@
 import type { ObservabilityOptions } from '../observability/observability-options';
+import type { IdempotencyLogLevel } from '../observability/library-logger';
 import type { HttpIdempotencyOptions, WorkflowModuleOptions } from '../interfaces/idempotency-options.interface';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import type { RetentionOptions } from '../retention/retention.interfaces';
@@ -18,9 +19,11 @@ export interface IdempotencyTestingOptions {
   retention?: Omit<RetentionOptions, 'cleanupInterval' | 'batchSize'>;
   /** Metrics and spans, as in `IdempotencyModule` (the engine's decisions are recorded; the in-memory stores are not timed). */
   observability?: ObservabilityOptions;
+  /** The least severe line the library logs, as in `IdempotencyModule`. */
+  logLevel?: IdempotencyLogLevel | false;
 }
 
-const KNOWN_KEYS = ['http', 'workflows', 'retention', 'observability'];
+const KNOWN_KEYS = ['http', 'workflows', 'retention', 'observability', 'logLevel'];
 /** Settings of the module that mean nothing in process: given here, they would be silently ignored. */
 const NOT_IN_PROCESS: Record<'workflows' | 'retention', { keeps: readonly string[]; drops: readonly string[] }> = {
   workflows: {
@@ -58,6 +61,7 @@ export function resolveTestingOptions(options: IdempotencyTestingOptions = {}): 
     workflows: { pollInterval: '100ms', lockDuration: '5s', ...options.workflows },
     retention: { ...options.retention, cleanupInterval: false },
     observability: options.observability,
+    logLevel: options.logLevel,
   });
   if (resolved.http.transaction) {
     throw new IdempotencyConfigError([

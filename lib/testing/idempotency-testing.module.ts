@@ -31,6 +31,7 @@ import { IdempotencyTransactions } from '../transaction/idempotency-transactions
 import { TransactionalSteps } from '../transaction/transactional-steps';
 import { TransactionalRoutesCheck } from './transactional-routes.check';
 import { ClsTransactionBridge } from '../transaction/cls/cls-transaction-bridge';
+import { useLibraryLogLevel } from '../observability/library-logger';
 
 /**
  * The providers of IdempotencyModule that talk to Postgres, Redis or BullMQ (or start workers and timers): the
@@ -62,7 +63,14 @@ export class IdempotencyTestingModule {
   static forRoot(options: IdempotencyTestingOptions = {}): DynamicModule {
     const providers: Provider[] = [
       ...idempotencyProviders.filter((provider) => !REPLACED.includes(tokenOf(provider))),
-      { provide: RESOLVED_IDEMPOTENCY_OPTIONS, useFactory: () => resolveTestingOptions(options) },
+      {
+        provide: RESOLVED_IDEMPOTENCY_OPTIONS,
+        useFactory: () => {
+          const resolved = resolveTestingOptions(options);
+          useLibraryLogLevel(resolved.logLevel);
+          return resolved;
+        },
+      },
       { provide: IdempotencyStore, useClass: MemoryIdempotencyStore },
       { provide: IdempotencyCache, useClass: MemoryIdempotencyCache },
       { provide: InboxService, useClass: MemoryInboxService },

@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { LibraryLogger } from '../observability/library-logger';
 import type { ConnectionOptions, Queue } from 'bullmq';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -94,7 +95,7 @@ export class InlineWorkflowQueues extends WorkflowQueues {
 
 /** The subset of a BullMQ Queue the executor and the client use. */
 class InlineQueue {
-  private readonly logger = new Logger('Workflows');
+  private readonly logger: Logger = new LibraryLogger('Workflows');
   private readonly jobs = new Map<string, Entry>();
   private readonly stop = new AbortController();
 

@@ -11,6 +11,7 @@ import { MAX_TIMER_MS } from './long-timer';
 import { resolveOutbox } from '../outbox/outbox-options';
 import { resolveObservability } from '../observability/observability-options';
 import { resolveConsole } from '../console/console-options';
+import { resolveLogLevel } from '../observability/library-logger';
 
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Claims and completions are short: 20 lets first-time keys commit concurrently (bench:http: +20% over 10). */
@@ -310,6 +311,7 @@ export function resolveOptions(options: IdempotencyModuleOptions | undefined): R
     retention: resolveRetention(c, options.retention),
     observability: resolveObservability(c, options.observability),
     console: resolveConsole(c, options.console),
+    logLevel: resolveLogLevel(c, options.logLevel),
   };
   resolved.outbox = resolveOutbox(c, options.outbox, resolved.redis !== false);
   c.rejectUnknownKeys();

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { LibraryLogger } from '../observability/library-logger';
 import { IdempotencyObserver, NoopObserver } from '../observability/idempotency-observer';
 import type { Job, Worker } from 'bullmq';
 import { StepTimeoutError } from '../errors/step-timeout.error';
@@ -24,7 +25,7 @@ import { TransactionalSteps } from '../transaction/transactional-steps';
  */
 @Injectable()
 export class StepWorker {
-  private readonly logger = new Logger('Workflows');
+  private readonly logger: Logger = new LibraryLogger('Workflows');
   @Optional() @Inject(IdempotencyObserver) private readonly observer: IdempotencyObserver = new NoopObserver();
   private readonly workers: Worker[] = [];
   private readonly handBack: JobHandBack;

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { LibraryLogger } from '../observability/library-logger';
 import type { ConnectionOptions, Queue, QueueEvents, QueueEventsProducer } from 'bullmq';
 import { createHash } from 'node:crypto';
 import type { Cluster, ClusterOptions, Redis } from 'ioredis';
@@ -61,7 +62,7 @@ export function stepJobId(executionId: string, position: number): string {
  */
 @Injectable()
 export class WorkflowQueues {
-  private readonly logger = new Logger('Workflows');
+  private readonly logger: Logger = new LibraryLogger('Workflows');
   private readonly queues = new Map<string, Queue>();
   private readonly events = new Map<string, QueueEvents>();
   private readonly producers = new Map<string, QueueEventsProducer>();

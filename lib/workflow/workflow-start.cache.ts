@@ -1,4 +1,5 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { LibraryLogger } from '../observability/library-logger';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
@@ -30,7 +31,7 @@ export class WorkflowStartCache {
         failureThreshold: options.redis.failureThreshold,
         resetAfterMs: options.redis.resetAfterMs,
         timeoutMs: options.redis.commandTimeoutMs,
-      }, new Logger('Workflows'));
+      }, new LibraryLogger('Workflows'));
     }
   }
 

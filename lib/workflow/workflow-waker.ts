@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { LibraryLogger } from '../observability/library-logger';
 import { WorkflowStore } from './storage/workflow.store';
 import type { WorkflowExecution } from './workflow.interfaces';
 import { WorkflowRegistry } from './workflow.registry';
@@ -11,7 +12,7 @@ import { WorkflowQueues } from './workflow-queues';
  */
 @Injectable()
 export class WorkflowWaker {
-  private readonly logger = new Logger('Workflows');
+  private readonly logger: Logger = new LibraryLogger('Workflows');
 
   constructor(
     private readonly store: WorkflowStore,

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { LibraryLogger } from '../observability/library-logger';
 import { IdempotencyObserver, NoopObserver, TraceCarrier } from '../observability/idempotency-observer';
 import type { Job, Worker } from 'bullmq';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
@@ -25,7 +26,7 @@ export interface WorkflowJobData {
  */
 @Injectable()
 export class WorkflowWorker {
-  private readonly logger = new Logger('Workflows');
+  private readonly logger: Logger = new LibraryLogger('Workflows');
   @Optional() @Inject(IdempotencyObserver) private readonly observer: IdempotencyObserver = new NoopObserver();
   private readonly workers: Worker[] = [];
   private readonly handBack: JobHandBack;

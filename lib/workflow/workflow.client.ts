@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { LibraryLogger } from '../observability/library-logger';
 import { IdempotencyObserver, NoopObserver } from '../observability/idempotency-observer';
 import { WorkflowConflictError } from '../errors/workflow-conflict.error';
 import { WorkflowExistsError } from '../errors/workflow-exists.error';
@@ -47,7 +48,7 @@ const FINAL: readonly WorkflowStatus[] = ['completed', 'failed', 'cancelled', 't
 /** Starts, finds, cancels, resumes and inspects durable workflow executions. */
 @Injectable()
 export class WorkflowClient {
-  private readonly logger = new Logger('Workflows');
+  private readonly logger: Logger = new LibraryLogger('Workflows');
   @Optional() @Inject(IdempotencyObserver) private readonly observer: IdempotencyObserver = new NoopObserver();
 
   constructor(

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { LibraryLogger } from '../observability/library-logger';
 import { IdempotencyObserver, NoopObserver } from '../observability/idempotency-observer';
 import type { Queue } from 'bullmq';
 import { DeterminismError } from '../errors/determinism.error';
@@ -40,7 +41,7 @@ export type RunOutcome = 'finished' | 'released' | { suspendedUntil: number };
  */
 @Injectable()
 export class WorkflowExecutor {
-  private readonly logger = new Logger('Workflows');
+  private readonly logger: Logger = new LibraryLogger('Workflows');
   @Optional() @Inject(IdempotencyObserver) private readonly observer: IdempotencyObserver = new NoopObserver();
   private readonly active = new Set<RunContext>();
 

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { LibraryLogger } from '../observability/library-logger';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { UnfinishedExecution, WorkflowStore } from './storage/workflow.store';
@@ -18,7 +19,7 @@ const BATCH = 500;
  */
 @Injectable()
 export class WorkflowReconciler {
-  private readonly logger = new Logger('Workflows');
+  private readonly logger: Logger = new LibraryLogger('Workflows');
   private timer?: LongTimer;
   private running?: Promise<void>;
 

@@ -24,10 +24,17 @@ export interface StepAttemptInfo {
 
 /**
  * The one hook the library's engine calls to be observed (metrics and traces). The default does nothing;
- * with `@opentelemetry/api` installed, `OpenTelemetryObserver` records through whatever SDK the app registered.
+ * with `@opentelemetry/api` installed, `ActivatingObserver` records through the SDK the app registers (free until it does).
  * Every method must be cheap and must never throw into the engine.
  */
 export abstract class IdempotencyObserver {
+  /**
+   * Whether calls are recorded now; while false the stores are not wrapped (their calls go straight through). An
+   * observer may start recording later (the default one, once the app registers an OpenTelemetry provider).
+   */
+  isRecording(): boolean {
+    return true;
+  }
   /** Wraps one claim decision (`begin`/`beginOrWait`): counts its outcome by face and traces it. */
   abstract decide<R extends { kind: string; takenOver?: boolean }>(scope: string, key: string, decide: () => Promise<R>): Promise<R>;
   /** A decision made outside the key engine (inbox: processed or duplicate; workflow starts). */
@@ -65,6 +72,9 @@ export type GaugeSource = () => Promise<Array<{ name: string; value: number; att
 
 /** The observer when observability is off or `@opentelemetry/api` is not installed: calls through, records nothing. */
 export class NoopObserver extends IdempotencyObserver {
+  override isRecording(): boolean {
+    return false;
+  }
   decide<R extends { kind: string }>(_scope: string, _key: string, decide: () => Promise<R>): Promise<R> {
     return decide();
   }

@@ -25,7 +25,8 @@ function observed<T extends object>(
   return new Proxy(target, {
     get(object, property, receiver) {
       const value: unknown = Reflect.get(object, property, receiver);
-      if (typeof property !== 'string' || typeof value !== 'function' || !(property in operations)) return value;
+      // Not recording (no OpenTelemetry provider registered yet): the store's own method, no wrapper at all.
+      if (typeof property !== 'string' || typeof value !== 'function' || !(property in operations) || !observer.isRecording()) return value;
       // A method replaced on the instance (a test's spy, a patch) is returned as it is: it reads back as itself, and
       // it calls through to the observed method it replaced.
       if (Object.prototype.hasOwnProperty.call(object, property)) return value;

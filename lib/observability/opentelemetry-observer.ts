@@ -24,7 +24,7 @@ const GAUGES: Record<string, { description: string; unit?: string }> = {
 
 /**
  * Records the library's metrics and spans through the OpenTelemetry API: whatever MeterProvider and TracerProvider
- * the app registered (before creating the Nest app) receive them; without an SDK the API's no-ops make this free.
+ * the app registered receive them. Made by ActivatingObserver once a provider is registered (instruments are bound to it then).
  */
 export class OpenTelemetryObserver extends IdempotencyObserver {
   private readonly tracer: Tracer;

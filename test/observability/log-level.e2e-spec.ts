@@ -50,7 +50,8 @@ async function linesWith(logLevel: IdempotencyModuleOptions['logLevel']): Promis
       }),
     ],
     providers: [AppLines],
-  }).compile();
+  }).setLogger(logger).compile(); // as NestFactory.create(AppModule, { logger }): set before the providers are made
+
   const app = moduleRef.createNestApplication({ logger });
   try {
     await app.init();
@@ -85,6 +86,14 @@ describe('logLevel', () => {
     expect(library(lines).some((l) => l.message.includes('console mounted'))).toBe(false);
     expect([...levelsOf(lines)]).toEqual(['warn']);
     expect(appLines(lines)).toEqual(['debug', 'log']);
+  });
+
+  it("'debug' adds the library's debug lines (here: no OpenTelemetry provider registered, so nothing is recorded)", async () => {
+    const lines = await linesWith('debug');
+    expect(library(lines)).toEqual(expect.arrayContaining([
+      { level: 'debug', message: expect.stringContaining('observability: no OpenTelemetry MeterProvider or TracerProvider registered yet') as string, context: 'Idempotency' },
+      { level: 'log', message: expect.stringContaining('console mounted') as string, context: 'Idempotency' },
+    ]));
   });
 
   it("'error' and false drop both; the app's lines stay", async () => {

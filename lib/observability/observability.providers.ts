@@ -10,6 +10,7 @@ import { ObservabilityGauges } from './observability-gauges';
 import { IdempotencyHealthIndicator } from '../health/idempotency-health.indicator';
 import { IdempotencyConsole } from '../console/idempotency-console.service';
 import { ConsoleRoutes } from '../console/console-routes';
+import { IdempotencyOpenApi } from '../openapi/idempotency-openapi';
 
 /**
  * The observer for the options: a no-op when disabled or without `@opentelemetry/api`; else one that records
@@ -21,7 +22,7 @@ export function createObserver(options: ResolvedObservabilityOptions): Idempoten
   return api ? new ActivatingObserver(api, options, new LibraryLogger('Idempotency')) : new NoopObserver();
 }
 
-/** Binds {@link IdempotencyObserver} (which the engine, the stores and the workflow workers report to), the health indicator and the console. */
+/** Binds {@link IdempotencyObserver} (which the engine, the stores and the workflow workers report to), the health indicator, the console and the OpenAPI annotations. */
 export const observabilityProviders: Provider[] = [
   {
     provide: IdempotencyObserver,
@@ -32,6 +33,7 @@ export const observabilityProviders: Provider[] = [
   IdempotencyHealthIndicator,
   IdempotencyConsole,
   ConsoleRoutes,
+  IdempotencyOpenApi,
 ];
 
 /** What an app may inject for operating the library. */

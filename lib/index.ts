@@ -41,6 +41,8 @@ export type {
 /** The console's operations as an injectable API: list/show/cancel/resume workflow executions, show/release keys. */
 export { IdempotencyConsole } from './console/idempotency-console.service';
 export type { ConsoleWorkflowFilter, ConsoleExecution } from './console/idempotency-console.service';
+/** An execution's events, messages and durable waits, as `IdempotencyConsole.showWorkflow` returns them. */
+export type { ExecutionActivity } from './workflow/storage/workflow.store';
 export type { KeyRecord } from './console/key-records';
 /** The values of the `logLevel` module option (the least severe line the library logs; `false`: none). */
 export type { IdempotencyLogLevel } from './observability/library-logger';

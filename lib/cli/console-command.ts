@@ -11,7 +11,7 @@ import type { CommandResult } from './migrate-command';
 export const CONSOLE_USAGE = `Usage: nestjs-idempotency <command> [--url <postgres-url>] [--schema <name>]
 
   workflows list [--status <s>] [--workflow <name>] [--since <ISO time>] [--limit <n>]
-  workflows show <execution id>            one execution and its steps
+  workflows show <execution id>            one execution: its steps, events, messages and waits
   workflows cancel <workflow id>           the running step finishes, no further step starts
   workflows resume <workflow id>           a failed or cancelled execution goes back to pending; a running
                                            app's reconciler picks it up within workflows.recoveryInterval
@@ -98,7 +98,8 @@ export async function consoleCommand(args: string[], env: NodeJS.ProcessEnv): Pr
       case 'show': {
         const execution = await store.get(operands[0]);
         if (!execution) return { code: 1, out: [], err: [`no execution ${operands[0]}`] };
-        return print({ execution, steps: await store.steps(operands[0]) });
+        const [steps, activity] = await Promise.all([store.steps(operands[0]), store.activity(operands[0])]);
+        return print({ execution, steps, ...activity });
       }
       case 'cancel': {
         const cancelled = await store.cancel(operands[0]);

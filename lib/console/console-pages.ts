@@ -12,7 +12,7 @@ header a{color:#cfe0ff;text-decoration:none}main{padding:16px;max-width:100%}
 table{width:100%;border-collapse:collapse;table-layout:fixed;background:#fff}th,td{padding:6px 8px;border-bottom:1px solid #e3e6eb;text-align:left;vertical-align:top}
 form.filters,form.lookup{display:flex;flex-wrap:wrap;gap:8px;margin:0 0 12px}input,select,button{font:inherit;padding:4px 8px;max-width:100%}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#fff;border:1px solid #e3e6eb;padding:8px;margin:4px 0}
-.status{font-weight:600}.s-completed{color:#17803d}.s-failed,.s-timed_out{color:#b42318}.s-running,.s-pending{color:#175cd3}.s-cancelled{color:#667085}
+.status{font-weight:600}.s-completed{color:#17803d}.s-failed,.s-timed_out{color:#b42318}.s-running,.s-pending{color:#175cd3}.s-cancelled{color:#667085}.s-delivered,.s-fired{color:#17803d}.s-waiting{color:#175cd3}
 .actions{display:flex;gap:8px;margin:12px 0}.note{padding:8px;background:#fff7d6;border:1px solid #f0d48a}dl{display:grid;grid-template-columns:max-content 1fr;gap:4px 12px}
 @media (max-width:640px){.wide{display:none}}`;
 
@@ -55,7 +55,7 @@ export function workflowsPage(base: string, executions: WorkflowExecution[], fil
 }
 
 /** One execution: its details, cancel / resume, and its steps' timeline. */
-export function executionPage(base: string, { execution: e, steps }: ConsoleExecution, note?: string): string {
+export function executionPage(base: string, { execution: e, steps, events, messages, waits }: ConsoleExecution, note?: string): string {
   const action = (verb: 'cancel' | 'resume') =>
     `<form method="post" enctype="text/plain" action="${base}/workflows/${encodeURIComponent(e.workflowId)}/${verb}?execution=${encodeURIComponent(e.executionId)}"><button type="submit" id="${verb}">${verb === 'cancel' ? 'Cancel' : 'Resume'}</button></form>`;
   const actions = [e.status === 'pending' || e.status === 'running' ? action('cancel') : '', e.status === 'failed' || e.status === 'cancelled' ? action('resume') : ''].join('');
@@ -73,7 +73,19 @@ export function executionPage(base: string, { execution: e, steps }: ConsoleExec
 ${e.status === 'completed' ? `<dt>result</dt><dd>${json(e.result)}</dd>` : ''}${e.error ? `<dt>error</dt><dd>${error(e.error)}</dd>` : ''}</dl>
 <div class="actions">${actions}</div>
 <h2>Steps</h2><table id="steps"><thead><tr><th>#</th><th>step</th><th>status</th><th>attempts</th><th class="wide">checkpointed (UTC)</th><th>result / error</th></tr></thead>
-<tbody>${rows || '<tr><td colspan="6">no step checkpointed yet</td></tr>'}</tbody></table>`, note);
+<tbody>${rows || '<tr><td colspan="6">no step checkpointed yet</td></tr>'}</tbody></table>${activity(events, messages, waits)}`, note);
+}
+
+/** The execution's events, messages and durable waits: a section for each it has. */
+function activity(events: ConsoleExecution['events'], messages: ConsoleExecution['messages'], waits: ConsoleExecution['waits']): string {
+  const table = (id: string, title: string, head: string[], rows: string[]) => (rows.length === 0 ? '' :
+    `<h2>${title}</h2><table id="${id}"><thead><tr>${head.map((h) => `<th${h.startsWith('~') ? ' class="wide"' : ''}>${escapeHtml(h.replace(/^~/, ''))}</th>`).join('')}</tr></thead><tbody>${rows.join('')}</tbody></table>`);
+  return table('events', 'Events', ['key', 'value', '~updated (UTC)'], events.map((v) =>
+    `<tr><td>${escapeHtml(v.key)}</td><td>${json(v.value)}</td><td class="wide">${time(v.updatedAt)}</td></tr>`)) +
+    table('messages', 'Messages', ['topic', 'status', 'sent (UTC)', '~received at step #', 'message'], messages.map((m) =>
+      `<tr><td>${escapeHtml(m.topic)}</td><td>${status(m.status)}</td><td>${time(m.sentAt)}</td><td class="wide">${m.receivedAt ?? ''}</td><td>${json(m.message)}</td></tr>`)) +
+    table('waits', 'Waits', ['#', 'kind', 'wakes (UTC)', 'status'], waits.map((w) =>
+      `<tr><td>${w.position}</td><td>${escapeHtml(w.kind === 'recv' ? 'recv (message)' : 'sleep')}</td><td>${w.wakeAt ? time(w.wakeAt) : 'on a message only'}</td><td>${status(w.fired ? 'fired' : 'waiting')}</td></tr>`));
 }
 
 /** Key lookup: the records of a key in a scope, and a release button while one is in progress. */

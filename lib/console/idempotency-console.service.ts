@@ -2,7 +2,7 @@ import { Injectable, Optional } from '@nestjs/common';
 import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 import { IdempotencyCache } from '../storage/idempotency.cache';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
-import { WorkflowStore } from '../workflow/storage/workflow.store';
+import { ExecutionActivity, WorkflowStore } from '../workflow/storage/workflow.store';
 import { WorkflowClient } from '../workflow/workflow.client';
 import type { StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow/workflow.interfaces';
 import { KeyRecord, KeyRecords } from './key-records';
@@ -20,8 +20,8 @@ export interface ConsoleWorkflowFilter {
   limit?: number;
 }
 
-/** One execution with its step checkpoints, in position order. */
-export interface ConsoleExecution {
+/** One execution with its step checkpoints, and what it set, received and waits for (see {@link ExecutionActivity}). */
+export interface ConsoleExecution extends ExecutionActivity {
   execution: WorkflowExecution;
   steps: StepCheckpoint[];
 }
@@ -58,10 +58,12 @@ export class IdempotencyConsole {
       .slice(0, limit);
   }
 
-  /** One execution and its steps; null when there is none with this id. */
+  /** One execution, its steps, events, messages and durable waits; null when there is none with this id. */
   async showWorkflow(executionId: string): Promise<ConsoleExecution | null> {
     const execution = await this.store.get(executionId);
-    return execution ? { execution, steps: await this.store.steps(executionId) } : null;
+    if (!execution) return null;
+    const [steps, activity] = await Promise.all([this.store.steps(executionId), this.store.activity(executionId)]);
+    return { execution, steps, ...activity };
   }
 
   /** Cancels the live execution of a workflow id (see `WorkflowClient.cancel`); false when nothing was live. */

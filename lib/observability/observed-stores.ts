@@ -77,7 +77,7 @@ export function observeIdempotencyCache(cache: IdempotencyCache, observer: Idemp
   });
 }
 
-const WORKFLOW_READS = ['begin', 'recordRunEnd', 'release', 'stepState', 'recordedBetween', 'get', 'latest', 'resume', 'list', 'steps', 'unfinished', 'timeOutExpired', 'deleteFinished'];
+const WORKFLOW_READS = ['begin', 'recordRunEnd', 'release', 'stepState', 'recordedBetween', 'get', 'latest', 'resume', 'list', 'steps', 'unfinished', 'timeOutExpired', 'deleteFinished', 'activity'];
 
 /**
  * The workflow store with each call timed and traced; starts (and the workflow face's claim outcomes), final

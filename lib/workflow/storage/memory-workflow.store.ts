@@ -3,7 +3,7 @@ import { jsonCopy } from '../../storage/memory/memory-support';
 import { RELEASED_WORKFLOW_STATUSES } from '../workflow.interfaces';
 import type { ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
 import {
-  BeginOutcome, EventRead, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore, RegisteredWait,
+  BeginOutcome, EventRead, ExecutionActivity, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore, RegisteredWait,
 } from './workflow.store';
 
 type StoredExecution = WorkflowExecution & { inputHash: string; sequence: number; nextStepSeq: number; runEnd: RunEnd | null; wakeRequested: boolean };
@@ -15,6 +15,7 @@ interface StoredMessage {
   message: unknown;
   idempotencyKey: string | null;
   consumedPosition: number | null;
+  sentAt: Date;
 }
 
 /** What an execution suspended until a message or a child shows (Postgres stores 'infinity'). */
@@ -34,7 +35,7 @@ export class MemoryWorkflowStore extends WorkflowStore {
   private readonly checkpoints = new Map<string, Map<number, RecordedStep>>();
   private readonly waits = new Map<string, Map<number, RegisteredWait>>();
   private readonly messages: StoredMessage[] = [];
-  private readonly events = new Map<string, Map<string, unknown>>();
+  private readonly events = new Map<string, Map<string, { value: unknown; updatedAt: Date }>>();
   private sequence = 0;
   private messageSeq = 0;
   private reconcilerLocked = false;
@@ -348,7 +349,7 @@ export class MemoryWorkflowStore extends WorkflowStore {
       && this.messages.some((m) => m.executionId === execution.executionId && m.idempotencyKey === idempotencyKey);
     if (!UNFINISHED.includes(execution.status)) return Promise.resolve({ execution: view(execution), stored: false, duplicate });
     if (!duplicate) {
-      this.messages.push({ seq: this.messageSeq++, executionId: execution.executionId, topic, message: jsonCopy(message ?? null), idempotencyKey, consumedPosition: null });
+      this.messages.push({ seq: this.messageSeq++, executionId: execution.executionId, topic, message: jsonCopy(message ?? null), idempotencyKey, consumedPosition: null, sentAt: new Date() });
     }
     execution.wakeRequested = true;
     return Promise.resolve({ execution: view(execution), stored: !duplicate, duplicate });
@@ -379,7 +380,7 @@ export class MemoryWorkflowStore extends WorkflowStore {
       events = new Map();
       this.events.set(executionId, events);
     }
-    events.set(key, jsonCopy(value ?? null));
+    events.set(key, { value: jsonCopy(value ?? null), updatedAt: new Date() });
     return Promise.resolve();
   }
 
@@ -388,7 +389,22 @@ export class MemoryWorkflowStore extends WorkflowStore {
     if (!execution) return Promise.resolve(null);
     const events = this.events.get(execution.executionId);
     const found = events?.has(key) ?? false;
-    return Promise.resolve({ execution: view(execution), found, value: found ? jsonCopy(events?.get(key)) : null });
+    return Promise.resolve({ execution: view(execution), found, value: found ? jsonCopy(events?.get(key)?.value) : null });
+  }
+
+  activity(executionId: string): Promise<ExecutionActivity> {
+    const events = [...(this.events.get(executionId) ?? new Map<string, { value: unknown; updatedAt: Date }>())]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([key, e]) => ({ key, value: jsonCopy(e.value), updatedAt: e.updatedAt }));
+    const messages = this.messages.filter((m) => m.executionId === executionId).map((m) => ({
+      seq: m.seq, topic: m.topic, message: jsonCopy(m.message), status: m.consumedPosition === null ? 'pending' as const : 'delivered' as const,
+      receivedAt: m.consumedPosition, sentAt: m.sentAt,
+    }));
+    const checkpoints = this.checkpoints.get(executionId);
+    const waits = [...(this.waits.get(executionId) ?? new Map<number, RegisteredWait>())].sort(([a], [b]) => a - b).map(([position, w]) => ({
+      position, kind: w.kind, wakeAt: w.wakeAt === Infinity ? null : new Date(w.wakeAt), fired: checkpoints?.has(position) ?? false,
+    }));
+    return Promise.resolve({ events, messages, waits });
   }
 
   /** Deletes an execution with what hangs off it (checkpoints, waits, messages, events), as the foreign keys cascade. */

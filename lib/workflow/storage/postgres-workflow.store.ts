@@ -4,9 +4,11 @@ import type { StoredError } from '../../errors/workflow-failed.error';
 import type { ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
 import { retryTransient } from './transient';
 import {
-  BeginOutcome, EventRead, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore, RegisteredWait,
+  BeginOutcome, EventRead, ExecutionActivity, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore, RegisteredWait,
 } from './workflow.store';
 import { WorkflowSql, workflowSql } from './workflow.sql';
+import { EVENTS_TABLE, MESSAGES_TABLE, STEPS_TABLE, WAITS_TABLE } from './workflow.sql';
+import { quoteIdent } from '../../storage/postgres/idempotency.sql';
 import { withClient } from '../../storage/postgres/checkout';
 import { LeaseLock } from '../../storage/postgres/lease-lock';
 import { StoreConnection, withPreparedStatements } from '../../storage/postgres/statements';
@@ -348,6 +350,32 @@ export class PostgresWorkflowStore extends WorkflowStore {
     const rows = await this.query<ExecutionRow & { event_value: unknown; event_found: boolean }>({ ...this.sql.getEvent, values: [workflowId, key] });
     if (rows.length === 0) return null;
     return { execution: toExecution(rows[0]), found: rows[0].event_found, value: rows[0].event_found ? rows[0].event_value : null };
+  }
+
+  async activity(executionId: string): Promise<ExecutionActivity> {
+    const table = (name: string) => `${quoteIdent(this.connection.schema)}.${quoteIdent(name)}`;
+    const [events, messages, waits] = await Promise.all([
+      this.query<{ key: string; value: unknown; updated_at: Date }>({
+        text: `SELECT key, value, updated_at FROM ${table(EVENTS_TABLE)} WHERE execution_id = $1 ORDER BY key`, values: [executionId],
+      }),
+      this.query<{ seq: string; topic: string; message: unknown; consumed_position: number | null; created_at: Date }>({
+        text: `SELECT seq, topic, message, consumed_position, created_at FROM ${table(MESSAGES_TABLE)} WHERE execution_id = $1 ORDER BY seq`, values: [executionId],
+      }),
+      this.query<{ position: number; kind: WaitKind; wake_at: Date | number; fired: boolean }>({
+        text: `SELECT w.position, w.kind, w.wake_at,
+                      EXISTS (SELECT 1 FROM ${table(STEPS_TABLE)} s WHERE s.execution_id = w.execution_id AND s.position = w.position) AS fired
+                 FROM ${table(WAITS_TABLE)} w WHERE w.execution_id = $1 ORDER BY w.position`,
+        values: [executionId],
+      }),
+    ]);
+    return {
+      events: events.map((r) => ({ key: r.key, value: r.value, updatedAt: r.updated_at })),
+      messages: messages.map((r) => ({
+        seq: Number(r.seq), topic: r.topic, message: r.message, status: r.consumed_position === null ? 'pending' : 'delivered', receivedAt: r.consumed_position, sentAt: r.created_at,
+      })),
+      // pg parses 'infinity' (a recv without timeout) as the number Infinity
+      waits: waits.map((r) => ({ position: r.position, kind: r.kind, wakeAt: r.wake_at instanceof Date ? r.wake_at : null, fired: r.fired })),
+    };
   }
 
   private async failExhausted(executionId: string, maxRecoveries: number): Promise<void> {

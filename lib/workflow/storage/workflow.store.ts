@@ -211,4 +211,16 @@ export abstract class WorkflowStore {
   abstract setEvent(executionId: string, key: string, value: unknown): Promise<void>;
   /** The value of an event key of the newest execution of a workflow id; null when the id has no execution. */
   abstract getEvent(workflowId: string, key: string): Promise<EventRead | null>;
+  /** An execution's events, messages and durable waits, for the console (empty lists when it has none). */
+  abstract activity(executionId: string): Promise<ExecutionActivity>;
+}
+
+/** What an execution set, received and waits for (`setEvent`, `send`/`recv`, `sleep`/`recv` waits), as the console shows it. */
+export interface ExecutionActivity {
+  /** The latest value per key, by key. */
+  events: Array<{ key: string; value: unknown; updatedAt: Date }>;
+  /** In send order; `delivered` once a `recv` consumed it (at journal position `receivedAt`), else `pending`. */
+  messages: Array<{ seq: number; topic: string; message: unknown; status: 'delivered' | 'pending'; receivedAt: number | null; sentAt: Date }>;
+  /** By journal position; `wakeAt` null: no time limit (a `recv` without timeout); `fired` once its outcome is checkpointed. */
+  waits: Array<{ position: number; kind: WaitKind; wakeAt: Date | null; fired: boolean }>;
 }

@@ -8,7 +8,7 @@ import { AppModule } from './app.module';
 async function bootstrap(): Promise<void> {
   const app = await NestFactory.create(AppModule);
   app.enableShutdownHooks();
-  // Swagger UI at /docs: @Idempotent() routes show the Idempotency-Key header and their 409/422 problems.
+  // Swagger UI at /docs: the routes the interceptor acts on show the Idempotency-Key header and their 409/422 problems.
   SwaggerModule.setup('docs', app, () => SwaggerModule.createDocument(app, new DocumentBuilder().setTitle('sample app').addBearerAuth().build()));
   const port = Number(process.env.PORT ?? 3000);
   const host = process.env.HOST; // e.g. 127.0.0.1; unset listens on every interface

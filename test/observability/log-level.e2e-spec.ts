@@ -3,7 +3,8 @@
 import { Injectable, Logger, LoggerService, OnModuleInit } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { IdempotencyConfigError, IdempotencyModule, IdempotencyModuleOptions } from '../../lib';
-import { databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
+import { startConfiguredApp } from '../support/configured-app';
+import { databaseUrl } from '../support/test-app';
 
 jest.setTimeout(60_000);
 
@@ -34,30 +35,17 @@ class AppLines implements OnModuleInit {
   }
 }
 
-const schema = uniqueSchema('logs');
-
 /** Starts an app whose library logs a `log` line (console mounted) and a `warn` line (no http.scope), returns every line. */
 async function linesWith(logLevel: IdempotencyModuleOptions['logLevel']): Promise<Line[]> {
   const logger = new RecordingLogger();
-  const moduleRef = await Test.createTestingModule({
-    imports: [
-      IdempotencyModule.forRoot({
-        postgres: { url: databaseUrl(), schema },
-        redis: { url: redisUrl(), keyPrefix: `idem-${schema}` },
-        migrationsRun: true,
-        console: { allowUnguarded: true },
-        ...(logLevel === undefined ? {} : { logLevel }),
-      }),
-    ],
+  const started = await startConfiguredApp({
+    adapter: 'express',
+    controllers: [],
     providers: [AppLines],
-  }).setLogger(logger).compile(); // as NestFactory.create(AppModule, { logger }): set before the providers are made
-
-  const app = moduleRef.createNestApplication({ logger });
-  try {
-    await app.init();
-  } finally {
-    await app.close();
-  }
+    options: { console: { allowUnguarded: true }, ...(logLevel === undefined ? {} : { logLevel }) },
+    logger,
+  });
+  await started.close();
   return logger.lines;
 }
 
@@ -66,10 +54,6 @@ const levelsOf = (lines: Line[]) => new Set(library(lines).map((l) => l.level));
 const appLines = (lines: Line[]) => lines.filter((l) => l.context === 'App').map((l) => l.level).sort();
 
 describe('logLevel', () => {
-  afterAll(async () => {
-    await sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  });
-
   it("by default ('log') the library's log and warn lines reach the app's logger under the context 'Idempotency'", async () => {
     const lines = await linesWith(undefined);
     expect(library(lines)).toEqual(expect.arrayContaining([
@@ -106,7 +90,7 @@ describe('logLevel', () => {
 
   it('refuses an unknown level at startup, naming the option and the values it takes', async () => {
     const attempt = Test.createTestingModule({
-      imports: [IdempotencyModule.forRoot({ postgres: { url: databaseUrl(), schema }, redis: false, logLevel: 'info' as never })],
+      imports: [IdempotencyModule.forRoot({ postgres: { url: databaseUrl() }, redis: false, logLevel: 'info' as never })],
     }).compile();
     await expect(attempt).rejects.toThrow(IdempotencyConfigError);
     await expect(attempt).rejects.toThrow(/logLevel: expected one of 'verbose', 'debug', 'log', 'warn', 'error', 'fatal' .* or false .*got "info"/);

@@ -5,7 +5,7 @@
 import { Controller, Get, INestApplication, Patch, Post, Put, UseInterceptors } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import request from 'supertest';
-import { Idempotent, IdempotencyInterceptor, PROBLEM_CONTENT_TYPE, SkipIdempotency } from '../../lib';
+import { Idempotent, IdempotencyInterceptor, IdempotencyModuleOptions, PROBLEM_CONTENT_TYPE, SkipIdempotency } from '../../lib';
 import { listen } from '../support/resilience';
 import { createTestApp, sql, uniqueSchema } from '../support/test-app';
 
@@ -73,26 +73,30 @@ function statuses(document: OpenAPIObject, path: string, method: 'get' | 'post' 
   return Object.keys(document.paths[path][method]!.responses).sort();
 }
 
-describe('OpenAPI: module-wide http.header and http.required', () => {
+/** An app of both controllers with these HTTP settings, and its document (built before it listens), for a suite. */
+function appForSuite(http: IdempotencyModuleOptions['http']): { app: () => INestApplication; document: () => OpenAPIObject } {
   const schema = uniqueSchema('oas');
-  let app: INestApplication;
+  let app: INestApplication | undefined;
+  let document: OpenAPIObject | undefined;
+  beforeAll(async () => {
+    app = await createTestApp({ adapter: 'express', schema, controllers: [ChargesController, GuardedController], options: { http } });
+    document = SwaggerModule.createDocument(app, new DocumentBuilder().setTitle('charges').build());
+  });
+  afterAll(async () => {
+    await app?.close();
+    await sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  });
+  return { app: () => app!, document: () => document! };
+}
+
+describe('OpenAPI: module-wide http.header and http.required', () => {
+  const suite = appForSuite({ header: 'X-Request-Key', required: true, scope: 'global' });
   let url: string;
   let document: OpenAPIObject;
 
   beforeAll(async () => {
-    app = await createTestApp({
-      adapter: 'express',
-      schema,
-      controllers: [ChargesController, GuardedController],
-      options: { http: { header: 'X-Request-Key', required: true, scope: 'global' } },
-    });
-    document = SwaggerModule.createDocument(app, new DocumentBuilder().setTitle('charges').build());
-    url = await listen(app);
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    await sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    document = suite.document();
+    url = await listen(suite.app());
   });
 
   it('documents POST and PATCH without @Idempotent() under the configured header name, required, with 400/409/422', () => {
@@ -134,24 +138,12 @@ describe('OpenAPI: module-wide http.header and http.required', () => {
 });
 
 describe('OpenAPI: http.global false', () => {
-  const schema = uniqueSchema('oas');
-  let app: INestApplication;
+  // The same controller classes as the suite above, another app: its settings replace that app's entries.
+  const suite = appForSuite({ global: false, scope: 'global' });
   let document: OpenAPIObject;
 
-  beforeAll(async () => {
-    // The same controller classes as the suite above, another app: its settings replace that app's entries.
-    app = await createTestApp({
-      adapter: 'express',
-      schema,
-      controllers: [ChargesController, GuardedController],
-      options: { http: { global: false, scope: 'global' } },
-    });
-    document = SwaggerModule.createDocument(app, new DocumentBuilder().setTitle('charges').build());
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    await sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  beforeAll(() => {
+    document = suite.document();
   });
 
   it('documents routes under @UseInterceptors(IdempotencyInterceptor) and @Idempotent() ones, with the default header, optional', () => {

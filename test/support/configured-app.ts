@@ -32,7 +32,7 @@ export async function startConfiguredApp(config: {
 }): Promise<ConfiguredApp> {
   const logger = config.logger ?? false;
   const schema = uniqueSchema('in');
-  const moduleRef = await Test.createTestingModule({
+  const builder = Test.createTestingModule({
     imports: [
       IdempotencyModule.forRoot({
         postgres: { url: databaseUrl(), schema },
@@ -43,7 +43,9 @@ export async function startConfiguredApp(config: {
     ],
     controllers: config.controllers,
     providers: config.providers ?? [],
-  }).compile();
+  });
+  // As NestFactory.create(AppModule, { logger }): the logger also receives what providers log while they are made.
+  const moduleRef = await (config.logger ? builder.setLogger(config.logger) : builder).compile();
   let app: INestApplication;
   if (config.adapter === 'fastify') {
     const fastify = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger });

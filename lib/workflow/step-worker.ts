@@ -16,6 +16,7 @@ import { RegisteredStep, WorkflowRegistry } from './workflow.registry';
 import { stepJobId, WorkflowQueues } from './workflow-queues';
 import { LongTimer, setLongTimeout } from '../utils/long-timer';
 import { TransactionalSteps } from '../transaction/transactional-steps';
+import { finishTask } from '../task/task-run';
 
 /**
  * Runs step jobs: checks Postgres first (an existing checkpoint is adopted, a cancelled execution runs nothing),
@@ -94,6 +95,7 @@ export class StepWorker {
           this.queues.notify(queue, jobId, { kind: 'finished' });
           return { kind: 'stopped', status: state.status };
         }
+        if (data.task) await this.store.markRunning(data.executionId);
         const attempt = job.attemptsMade + 1;
         const write = (outcome: StepOutcome) => this.store.checkpoint(data.executionId, data.position, step.name, outcome, attempt, data.argsHash ?? null);
         const run = () => this.observer.stepAttempt({ ...data, stepName: step.name, attempt }, () => this.attempt(step, instance, data, attempt));
@@ -102,6 +104,7 @@ export class StepWorker {
           ? await this.transactional.run(step.transaction.isolation, { executionId: data.executionId, position: data.position, name: step.name, attempts: attempt, argsHash: data.argsHash ?? null }, run, write)
           : await write(await run()));
       }
+      if (data.task) await finishTask(this.store, data.executionId, checkpoint);
       // The outcome goes to a waiter in this process directly; BullMQ only learns that it is in Postgres.
       this.queues.notify(queue, jobId, { kind: 'checkpoint', checkpoint });
       return { kind: 'checkpointed', position: data.position };

@@ -93,7 +93,8 @@ export class WorkflowReconciler {
         this.logger.warn(`execution ${execution.executionId} (${workflow.name}) failed: recovery attempts exhausted`);
         continue;
       }
-      await queue.add(workflow.name, { executionId: execution.executionId }, { jobId, removeOnComplete: true, removeOnFail: true });
+      if (workflow.task) await workflow.task.requeue(execution.executionId);
+      else await queue.add(workflow.name, { executionId: execution.executionId }, { jobId, removeOnComplete: true, removeOnFail: true });
       requeued++;
     }
     return requeued;

@@ -10,6 +10,7 @@ import { WorkflowQueues } from '../workflow/workflow-queues';
 import { RegisteredWorkflow, WorkflowRegistry } from '../workflow/workflow.registry';
 import { checkTaskOptions } from './task-options.validator';
 import { addTaskJob } from './task-job';
+import { finishTask } from './task-run';
 import { TaskMetadataAccessor } from './task-metadata.accessor';
 import { RegisteredTask, TaskRegistry } from './task.registry';
 
@@ -70,7 +71,7 @@ export class TaskExplorer implements OnModuleInit {
           identity: checked.identity,
           retentionMs: checked.retentionMs,
           steps: new Map([[step.name, step]]),
-          task: { requeue: (executionId) => this.requeue(task, executionId) },
+          task: { recover: (executionId) => this.recover(task, executionId) },
         };
         const task: RegisteredTask = { name: checked.name, type, method, step, registration };
         found.push(task);
@@ -111,10 +112,24 @@ export class TaskExplorer implements OnModuleInit {
     Object.defineProperty(task.registration.instance, task.method, { value: wrapper, writable: true, configurable: true, enumerable: false });
   }
 
-  /** The reconciler found an unfinished task execution without a live job: add it again (same job id). */
-  private async requeue(task: RegisteredTask, executionId: string): Promise<void> {
+  /**
+   * The reconciler found an unfinished task execution without a live job. An enqueued task counts a recovery (past
+   * `maxRecoveryAttempts` it fails) and its job is added again (same job id). A task called from a workflow is the
+   * parent's step: its record is settled from the parent's checkpoint once there is one, and otherwise left to the parent.
+   */
+  private async recover(task: RegisteredTask, executionId: string): Promise<boolean> {
     const execution = await this.store.get(executionId);
-    if (!execution || (execution.status !== 'pending' && execution.status !== 'running')) return;
+    if (!execution || (execution.status !== 'pending' && execution.status !== 'running')) return false;
+    if (execution.parentExecutionId) {
+      const position = Number(execution.workflowId.slice(execution.parentExecutionId.length + 1));
+      const { status, checkpoint } = await this.store.stepState(execution.parentExecutionId, position);
+      if (checkpoint) await finishTask(this.store, executionId, checkpoint);
+      // The parent ended (or is gone) without this step's outcome: the call will not finish.
+      else if (status !== 'pending' && status !== 'running') await this.store.cancel(execution.workflowId);
+      return false;
+    }
+    if (!(await this.store.countRecovery(executionId, this.options.workflows.maxRecoveryAttempts))) return false;
     await addTaskJob(this.queues, task, { executionId, taskId: execution.workflowId, args: execution.input as unknown[] });
+    return true;
   }
 }

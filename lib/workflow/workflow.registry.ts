@@ -22,8 +22,8 @@ export interface RegisteredStep {
 
 /** @internal Set on the registration of a `@Task()` (a task runs as the one step of its own execution). */
 export interface TaskHooks {
-  /** Adds the task job of an unfinished execution again (the reconciler found it without a live job). */
-  requeue(executionId: string): Promise<void>;
+  /** The reconciler found an unfinished task execution without a live job: re-add it or settle it; true when re-added. */
+  recover(executionId: string): Promise<boolean>;
 }
 
 /** A validated `@Workflow()` provider, or a `@Task()` (with `task` set; its instance is the task's provider). */

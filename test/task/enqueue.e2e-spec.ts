@@ -128,4 +128,12 @@ describe('TaskClient.enqueue: idempotent tasks (seed 000 checklist)', () => {
     await fresh.result({ timeout: 20_000 });
     expect(taskRuns.get('receipt:p-6')).toBe(2);
   });
+
+  it('retention: @Task({ retention }) wins over retention.tasks', async () => {
+    const audit = await tasks.enqueue(ReceiptTasks, 'audit', [1], { taskId: 'audit-1' });
+    await audit.result({ timeout: 20_000 });
+    await sql(`UPDATE ${executions} SET completed_at = now() - interval '30 minutes' WHERE workflow_id = 'audit-1'`);
+    await app.get(RetentionService).cleanup();
+    expect(await sql(`SELECT 1 FROM ${executions} WHERE workflow_id = 'audit-1'`)).toEqual([]);
+  });
 });

@@ -10,7 +10,7 @@ import Redis from 'ioredis';
 import { Pool } from 'pg';
 import { IdempotencyModule, Task, TaskClient } from '../lib';
 import { deleteRedisKeys } from './bench-support';
-import { keepInFlight } from './workflow-bench-support';
+import { keepInFlight, waitFor } from './workflow-bench-support';
 
 @Injectable()
 class BenchTasks {
@@ -27,14 +27,6 @@ class BenchTasks {
 
 const IN_FLIGHT = 100;
 const CONCURRENCY = 50;
-
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`bench: ${what} did not happen within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 /** Raw BullMQ: `jobs` adds (100 in flight) to a worker of concurrency 50; jobs/s from the first add to the last completion. */
 async function rawBullmq(redisUrl: string, prefix: string, jobs: number): Promise<number> {

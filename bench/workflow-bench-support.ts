@@ -22,3 +22,12 @@ export async function keepInFlight(total: number, concurrency: number, task: (i:
   );
   return performance.now() - t0;
 }
+
+/** Polls `check` every 10 ms until it holds; throws after `timeoutMs`. */
+export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`bench: ${what} did not happen within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

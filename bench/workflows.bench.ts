@@ -25,6 +25,7 @@ import { deleteRedisKeys, runBench } from './bench-support';
 import type { DbosPeerConfig, DbosPeerRow } from './workflows-dbos.peer';
 import { keepInFlight, percentile, STEPS } from './workflow-bench-support';
 import { waitCases } from './workflow-waits.bench-cases';
+import { taskCases } from './workflow-tasks.bench-cases';
 
 const DATABASE_URL = need('DATABASE_URL');
 const REDIS_URL = need('REDIS_URL');
@@ -268,6 +269,7 @@ async function main(): Promise<void> {
     const b3 = await bullmqWithInsert(pool, s(20_000));
     const rt = await roundTrip(s(300));
     const waits = await waitCases(DATABASE_URL, REDIS_URL, s(1000), s(200));
+    const taskLines = process.env.BENCH_TASKS === '0' ? [] : await taskCases(DATABASE_URL, REDIS_URL, s(2000));
     const out = (line = '') => process.stdout.write(`${line}\n`);
     out(`\nDurable workflows benchmark — node ${process.version}, ${os.cpus().length} CPU(s) (${os.cpus()[0]?.model ?? 'unknown'}), Redis ${(await redis.info('server')).match(/redis_version:(\S+)/)?.[1] ?? '?'}`);
     out('');
@@ -296,6 +298,7 @@ async function main(): Promise<void> {
     out(`goals (issue 9): ≥ 50% of baseline 3 at 100 concurrent → ${fmt((100 * c100.perSec) / b3.perSec, 1)}% (${verdict(c100.perSec >= 0.5 * b3.perSec)}); ` +
       `≥ 2× DBOS at 10 and 100 concurrent → ${fmt(vsDbos(1), 2)}×, ${fmt(vsDbos(2), 2)}× (${peers.length === 3 ? verdict(vsDbos(1) >= 2 && vsDbos(2) >= 2) : 'DBOS not run'}); ` +
       `p50 overhead ≤ 0.7 ms at concurrency 1 → ${fmt(p50, 2)} ms (${verdict(p50 <= 0.7)})`);
+    for (const line of taskLines) out(line);
   } finally {
     await app.close();
     if (!KEEP) await pool.query(`DROP SCHEMA IF EXISTS "${SCHEMA}" CASCADE`).catch(() => undefined);

@@ -10,6 +10,7 @@ import { RetentionService } from './retention/retention.service';
 import { IdempotencyConfigurableModule } from './idempotency.module-definition';
 import { idempotencyProviders } from './idempotency.providers';
 import { workflowExports } from './workflow/workflow.providers';
+import { taskExports } from './task/task.providers';
 import { observabilityExports } from './observability/observability.providers';
 
 /**
@@ -23,6 +24,7 @@ import { observabilityExports } from './observability/observability.providers';
   exports: [
     IdempotencyService, InboxService, OutboxService, RetentionService, IdempotencyInterceptor, IdempotencyMetadataAccessor, RESOLVED_IDEMPOTENCY_OPTIONS,
     ...workflowExports,
+    ...taskExports,
     ...observabilityExports,
   ],
 })

@@ -26,6 +26,7 @@ import { TransactionalSteps } from './transaction/transactional-steps';
 import { ClsTransactionBridge } from './transaction/cls/cls-transaction-bridge';
 import { resolveOptions } from './utils/validate-options';
 import { workflowProviders } from './workflow/workflow.providers';
+import { taskProviders } from './task/task.providers';
 import { outboxProviders } from './outbox/outbox.providers';
 import { IdempotencyObserver } from './observability/idempotency-observer';
 import { observabilityProviders } from './observability/observability.providers';
@@ -92,6 +93,7 @@ export const idempotencyProviders: Provider[] = [
   },
   { provide: APP_FILTER, useClass: IdempotencyProblemFilter },
   ...workflowProviders,
+  ...taskProviders,
   ...outboxProviders,
   ...observabilityProviders,
 ];

@@ -102,6 +102,17 @@ export { WorkflowFailedError } from './errors/workflow-failed.error';
 export { RecoveryAttemptsExhaustedError } from './errors/recovery-attempts-exhausted.error';
 export type { StoredError } from './errors/workflow-failed.error';
 export { StepFailedError } from './errors/step-failed.error';
+/** Idempotent background tasks: `@Task()` on a provider method, enqueued with `TaskClient` (README "Tasks"). */
+export { Task } from './task/task.decorator';
+export { TaskClient } from './task/task.client';
+export type { TaskMethod } from './task/task.client';
+export { TaskHandle } from './task/task-handle';
+export type { TaskOptions, EnqueueTaskOptions, ListTasksOptions } from './task/task.interfaces';
+export type { ExecutionKind } from './workflow/workflow.interfaces';
+export { TaskExistsError } from './errors/task-exists.error';
+export { TaskConflictError } from './errors/task-conflict.error';
+export { MissingTaskIdError } from './errors/missing-task-id.error';
+export { TaskNotFoundError } from './errors/task-not-found.error';
 export { StepTimeoutError } from './errors/step-timeout.error';
 export { WorkflowNotFoundError } from './errors/workflow-not-found.error';
 export { WorkflowResultTimeoutError } from './errors/workflow-result-timeout.error';

@@ -229,6 +229,28 @@ async function runOperationsScript(app) {
   check(refused.status === 403 && consolePage.status === 200, 'the console is not guarded as expected');
 }
 
+/** 12. A payment's receipt is a @Task with task id receipt-<payment id>: asking for it again returns the same task and result. */
+async function runReceiptScript(app) {
+  out();
+  out('12) Each charge enqueues its receipt as a @Task with task id receipt-<payment id>; asking again returns the same task and result');
+  const first = await charge(app, newKey('receipt'), { amount: 2500, currency: 'EUR' });
+  check(first.status === 201, `the charge answered ${first.status}`);
+  const paymentId = first.json.id;
+  out(`    POST /payments → 201, payment ${paymentId}; the charge enqueued task receipt-${paymentId}`);
+  const asks = [];
+  for (let i = 0; i < 2; i++) {
+    const res = await fetch(`${app.base}/payments/${paymentId}/receipt`, { method: 'POST', headers: auth() });
+    const body = await res.json();
+    check(res.status === 201, `POST /payments/${paymentId}/receipt answered ${res.status}: ${JSON.stringify(body)}`);
+    out(`    POST /payments/${paymentId}/receipt → task ${body.taskId}, execution ${body.executionId}, ${body.status}, receipt ${body.receipt.receiptNumber}, receipts sent: ${body.sends}`);
+    asks.push(body);
+  }
+  check(asks[0].executionId === asks[1].executionId, 'the duplicate enqueue must return the same execution');
+  check(JSON.stringify(asks[0].receipt) === JSON.stringify(asks[1].receipt), 'the duplicate enqueue must return the same stored result');
+  check(asks[1].sends === 1, `one receipt must have been sent, not ${asks[1].sends}`);
+  out('    the same execution and its stored result both times: one receipt sent');
+}
+
 /** 7. A webhook delivered several times (twice at once) is handled once, through the inbox. */
 async function runWebhookScript(app) {
   out();
@@ -493,6 +515,7 @@ async function main() {
     app = await runTransactionalCrashScript(app, env);
     app = await runOutboxCrashScript(app, env);
     await runOperationsScript(app);
+    await runReceiptScript(app);
     out();
     out('Demo finished: every step behaved as expected.');
   } catch (err) {

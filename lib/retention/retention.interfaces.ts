@@ -6,6 +6,8 @@ export interface RetentionOptions {
   default?: Duration;
   /** Finished workflow executions (and their step checkpoints). Default `"30d"`; `"0"` removes them as soon as they finish. */
   workflows?: Duration;
+  /** Finished task executions (`@Task()`); the task id can be enqueued again once they are removed. Default `"7d"`. */
+  tasks?: Duration;
   /** Per-queue retention of workflow executions, e.g. `{ payments: "30d", ephemeral: "0" }`; `@Workflow({ retention })` overrides it. */
   queues?: Record<string, Duration>;
   /** Seen inbox message ids. Default `false`: kept forever, so a very late redelivery is still caught. */
@@ -20,6 +22,7 @@ export interface RetentionOptions {
 export interface ResolvedRetentionOptions {
   releasedMs: number;
   workflowsMs: number;
+  tasksMs: number;
   queuesMs: Record<string, number>;
   inboxMs: number | null;
   intervalMs: number | null;

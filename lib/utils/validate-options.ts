@@ -278,7 +278,7 @@ function resolveWorkflows(c: Checker, value: unknown): ResolvedWorkflowOptions {
 }
 
 function resolveRetention(c: Checker, value: unknown): ResolvedRetentionOptions {
-  if (value !== undefined && !isObject(value)) c.fail('retention', 'expected { default?, workflows?, queues?, inbox?, cleanupInterval?, batchSize? }');
+  if (value !== undefined && !isObject(value)) c.fail('retention', 'expected { default?, workflows?, tasks?, queues?, inbox?, cleanupInterval?, batchSize? }');
   const o = c.track('retention', isObject(value) ? value : {});
   const queuesMs: Record<string, number> = {};
   if (o.queues !== undefined) {
@@ -288,6 +288,7 @@ function resolveRetention(c: Checker, value: unknown): ResolvedRetentionOptions 
   return {
     releasedMs: c.duration('retention.default', o.default, 7 * 86_400_000),
     workflowsMs: c.duration('retention.workflows', o.workflows, 30 * 86_400_000),
+    tasksMs: c.duration('retention.tasks', o.tasks, 7 * 86_400_000),
     queuesMs,
     inboxMs: o.inbox === undefined || o.inbox === false ? null : c.duration('retention.inbox', o.inbox, 0),
     intervalMs: o.cleanupInterval === false ? null : c.duration('retention.cleanupInterval', o.cleanupInterval, 3_600_000, { positive: true }),

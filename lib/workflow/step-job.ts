@@ -15,6 +15,8 @@ export interface StepJobData {
   argsHash?: string;
   /** The trace context of the run that called the step (W3C `traceparent`), when traces are on. */
   trace?: TraceCarrier;
+  /** A task enqueued by `TaskClient`: the step is its execution's only one, and its outcome finishes the execution (lib/task). */
+  task?: true;
 }
 
 /**

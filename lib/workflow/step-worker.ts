@@ -17,6 +17,7 @@ import { RegisteredStep, WorkflowRegistry } from './workflow.registry';
 import { stepJobId, WorkflowQueues } from './workflow-queues';
 import { LongTimer, setLongTimeout } from '../utils/long-timer';
 import { TransactionalSteps } from '../transaction/transactional-steps';
+import { settleTask, startTask } from '../task/task-run';
 
 /**
  * Runs step jobs: checks Postgres first (an existing checkpoint is adopted, a cancelled execution runs nothing),
@@ -95,6 +96,8 @@ export class StepWorker {
           this.queues.notify(queue, jobId, { kind: 'finished' });
           return { kind: 'stopped', status: state.status };
         }
+        // A @Task(): its execution (or, called from a workflow, its record under the parent) shows it running.
+        if (this.registry.find(data.owner)?.task) await startTask(this.store, data);
         const attempt = job.attemptsMade + 1;
         const write = (outcome: StepOutcome) => this.store.checkpoint(data.executionId, data.position, step.name, outcome, attempt, data.argsHash ?? null);
         const run = () => this.observer.stepAttempt({ ...data, stepName: step.name, attempt }, () => this.attempt(step, instance, data, attempt));
@@ -103,6 +106,7 @@ export class StepWorker {
           ? await this.transactional.run(step.transaction.isolation, { executionId: data.executionId, position: data.position, name: step.name, attempts: attempt, argsHash: data.argsHash ?? null }, run, write)
           : await write(await run()));
       }
+      if (this.registry.find(data.owner)?.task) await settleTask(this.store, data, checkpoint);
       // The outcome goes to a waiter in this process directly; BullMQ only learns that it is in Postgres.
       this.queues.notify(queue, jobId, { kind: 'checkpoint', checkpoint });
       return { kind: 'checkpointed', position: data.position };

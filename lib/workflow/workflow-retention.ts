@@ -7,7 +7,7 @@ import { WorkflowStartCache } from './workflow-start.cache';
 
 /**
  * How long each registered workflow's finished executions are kept: its own `@Workflow({ retention })`,
- * else `retention.queues[its queue]`, else `retention.workflows` (30 days).
+ * else `retention.queues[its queue]`, else `retention.workflows` (30 days) — `retention.tasks` (7 days) for a `@Task()`.
  */
 @Injectable()
 export class RegisteredWorkflowRetention extends WorkflowRetentionPolicy {
@@ -29,7 +29,7 @@ export class RegisteredWorkflowRetention extends WorkflowRetentionPolicy {
 
   /** Milliseconds a finished execution of `workflow` is kept; 0 removes it as soon as it finishes. */
   retentionOf(workflow: RegisteredWorkflow): number {
-    const { queuesMs, workflowsMs } = this.options.retention;
-    return workflow.retentionMs ?? queuesMs[workflow.queue] ?? workflowsMs;
+    const { queuesMs, workflowsMs, tasksMs } = this.options.retention;
+    return workflow.retentionMs ?? queuesMs[workflow.queue] ?? (workflow.task ? tasksMs : workflowsMs);
   }
 }

@@ -43,6 +43,9 @@ export interface StepOptions {
   isolation?: TransactionIsolation;
 }
 
+/** What an execution runs: a `@Workflow()` or a `@Task()` (both live in the executions table, sharing one id namespace). */
+export type ExecutionKind = 'workflow' | 'task';
+
 /** Status of an execution. `failed`, `cancelled` and `timed_out` free its workflow id for a new execution. */
 export type WorkflowStatus = 'pending' | 'running' | 'completed' | 'failed' | 'cancelled' | 'timed_out';
 
@@ -64,6 +67,8 @@ export interface ListWorkflowsOptions {
   workflow?: string | (abstract new (...args: never[]) => unknown);
   /** Only the child workflows started by this execution. */
   parentExecutionId?: string;
+  /** Only executions of this kind. Default: workflows only (`TaskClient.list()` lists tasks). */
+  kind?: ExecutionKind;
   /** Default 100, at most 1000. */
   limit?: number;
 }
@@ -73,6 +78,8 @@ export interface WorkflowExecution {
   executionId: string;
   workflowId: string;
   workflowName: string;
+  /** 'task' for a `@Task()` execution (its workflow id is the task id, its workflow name the task name). */
+  kind: ExecutionKind;
   status: WorkflowStatus;
   input: unknown;
   result: unknown;

@@ -82,6 +82,11 @@ export class WorkflowReconciler {
       if (state === 'delayed' && due) await this.queues.wakeRun(workflow.queue, workflow.name, execution.executionId);
       if (LIVE_JOB_STATES.has(state)) continue;
       if (state !== 'unknown') await queue.remove(jobId);
+      // A @Task() execution: its own rules (lib/task) re-add its job or settle it.
+      if (workflow.task) {
+        if (await workflow.task.recover(execution.executionId)) requeued++;
+        continue;
+      }
       if (suspended) {
         // Its job was lost (Redis flushed) while it waited: no crash, so no recovery counted; it wakes at its stored time.
         const until = execution.suspendedUntil as number;

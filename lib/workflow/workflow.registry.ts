@@ -20,7 +20,13 @@ export interface RegisteredStep {
   transaction: TransactionSetting;
 }
 
-/** A validated `@Workflow()` provider. */
+/** @internal Set on the registration of a `@Task()` (a task runs as the one step of its own execution). */
+export interface TaskHooks {
+  /** The reconciler found an unfinished task execution without a live job: re-add it or settle it; true when re-added. */
+  recover(executionId: string): Promise<boolean>;
+}
+
+/** A validated `@Workflow()` provider, or a `@Task()` (with `task` set; its instance is the task's provider). */
 export interface RegisteredWorkflow {
   name: string;
   type: abstract new (...args: never[]) => unknown;
@@ -32,6 +38,8 @@ export interface RegisteredWorkflow {
   retentionMs?: number;
   /** Steps by stored name. */
   steps: Map<string, RegisteredStep>;
+  /** Set for a `@Task()`: it has no workflow run, only its step (see lib/task). */
+  task?: TaskHooks;
 }
 
 /** Name → workflow (instance and step table), filled once by the explorer at bootstrap. Held by DI, one per module. */
@@ -43,7 +51,7 @@ export class WorkflowRegistry {
   /** Adds a workflow; the explorer has checked names are unique. */
   add(workflow: RegisteredWorkflow): void {
     this.byName.set(workflow.name, workflow);
-    this.byType.set(workflow.type, workflow);
+    if (!workflow.task) this.byType.set(workflow.type, workflow);
   }
 
   /** Every registered workflow. */
@@ -64,7 +72,7 @@ export class WorkflowRegistry {
   /** The workflow by class or stored name; throws WorkflowNotFoundError when it is not registered. */
   get(workflow: string | (abstract new (...args: never[]) => unknown)): RegisteredWorkflow {
     const found = typeof workflow === 'string' ? this.byName.get(workflow) : this.byType.get(workflow);
-    if (!found) {
+    if (!found || found.task) {
       const label = typeof workflow === 'string' ? `"${workflow}"` : workflow.name;
       throw new WorkflowNotFoundError(`workflow ${label} is not registered: decorate it with @Workflow() and add it to a module's providers`);
     }
@@ -73,7 +81,7 @@ export class WorkflowRegistry {
 
   /** The queues that workflow runs use. */
   workflowQueues(): string[] {
-    return [...new Set(this.all().map((w) => w.queue))];
+    return [...new Set(this.all().filter((w) => !w.task).map((w) => w.queue))];
   }
 
   /** The queues that step jobs use. */

@@ -37,7 +37,7 @@ describe('idempotencyOptionsFromEnv', () => {
       IDEMPOTENCY_HTTP_ENABLED: 'true', IDEMPOTENCY_HEADER: 'X-Request-Key', IDEMPOTENCY_TTL: '12h', IDEMPOTENCY_LOCK_TIMEOUT: '10s',
       IDEMPOTENCY_REQUIRED: 'true', IDEMPOTENCY_METHODS: 'POST, PUT', IDEMPOTENCY_REPLAY_HEADERS: 'X-Trace', IDEMPOTENCY_IGNORE_BODY_FIELDS: 'meta.sentAt,nonce',
       IDEMPOTENCY_FAIL_OPEN: 'false', IDEMPOTENCY_WAIT: '5s', IDEMPOTENCY_TRANSACTION: 'true', IDEMPOTENCY_ISOLATION: 'serializable',
-      RETENTION_DEFAULT: '3d', RETENTION_WORKFLOWS: '14d', RETENTION_QUEUES: 'payments=30d, ephemeral=0', RETENTION_INBOX: '90d',
+      RETENTION_DEFAULT: '3d', RETENTION_WORKFLOWS: '14d', RETENTION_TASKS: '5d', RETENTION_QUEUES: 'payments=30d, ephemeral=0', RETENTION_INBOX: '90d',
       RETENTION_CLEANUP_INTERVAL: '15m', RETENTION_BATCH_SIZE: '500',
       WORKFLOWS_QUEUE_PREFIX: '{orders}', WORKFLOWS_CONCURRENCY: '4', WORKFLOWS_WORKFLOW_CONCURRENCY: '40', WORKFLOWS_RECOVERY_INTERVAL: '10s',
       WORKFLOWS_MAX_RECOVERY_ATTEMPTS: '3', WORKFLOWS_STALLED_INTERVAL: '5s', WORKFLOWS_LOCK_DURATION: '20s', WORKFLOWS_POLL_INTERVAL: '2s',
@@ -59,7 +59,7 @@ describe('idempotencyOptionsFromEnv', () => {
       stalledIntervalMs: 5000, lockDurationMs: 20_000, pollIntervalMs: 2000, workers: false,
     });
     expect(r.retention).toEqual({
-      releasedMs: 3 * 86_400_000, workflowsMs: 14 * 86_400_000, queuesMs: { payments: 30 * 86_400_000, ephemeral: 0 },
+      releasedMs: 3 * 86_400_000, workflowsMs: 14 * 86_400_000, tasksMs: 5 * 86_400_000, queuesMs: { payments: 30 * 86_400_000, ephemeral: 0 },
       inboxMs: 90 * 86_400_000, intervalMs: 900_000, batchSize: 500,
     });
     expect(r.outbox).toMatchObject({

@@ -78,6 +78,7 @@ export function idempotencyOptionsFromEnv(config: ConfigService): IdempotencyMod
     retention: compact({
       default: env('RETENTION_DEFAULT'),
       workflows: env('RETENTION_WORKFLOWS'),
+      tasks: env('RETENTION_TASKS'),
       queues: queueMap(env('RETENTION_QUEUES')),
       inbox: durationOrFalse(env('RETENTION_INBOX')),
       cleanupInterval: durationOrFalse(env('RETENTION_CLEANUP_INTERVAL')),

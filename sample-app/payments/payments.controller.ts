@@ -1,7 +1,8 @@
-import { Body, Controller, Get, Headers, HttpCode, Logger, Param, Post, Res } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Logger, NotFoundException, Optional, Param, Post, Res } from '@nestjs/common';
 import { Idempotent } from '../../lib';
 import { parseCreatePayment } from './create-payment.dto';
 import type { Payment } from './payment';
+import { PaymentReceipts } from './payment-receipts';
 import { PaymentsService } from './payments.service';
 
 /**
@@ -22,7 +23,10 @@ interface HeaderWriter {
 
 @Controller('payments')
 export class PaymentsController {
-  constructor(private readonly payments: PaymentsService) {}
+  constructor(
+    private readonly payments: PaymentsService,
+    @Optional() private readonly receipts?: PaymentReceipts,
+  ) {}
 
   @Post()
   @HttpCode(201)
@@ -31,6 +35,8 @@ export class PaymentsController {
   async create(@Body() body: unknown, @Res({ passthrough: true }) res: HeaderWriter, @Headers('x-demo-pause') pause?: string): Promise<Payment> {
     const payment = await this.payments.charge(parseCreatePayment(body));
     await demoPauseAfterWrite(payment, pause);
+    // One receipt per payment: task id receipt-<payment id>, enqueued by the run that charged (a replay does not run this).
+    await this.receipts?.request(payment.id);
     res.setHeader('Location', `/payments/${payment.id}`);
     return payment;
   }
@@ -38,6 +44,19 @@ export class PaymentsController {
   @Get('ledger/count')
   async count(): Promise<{ count: number }> {
     return { count: await this.payments.count() };
+  }
+
+  /**
+   * Asks for a payment's receipt again: the same task id returns the task that already sent it, with its stored result
+   * (no second receipt). Needs Redis (404 without).
+   */
+  @Post(':id/receipt')
+  async receipt(@Param('id') id: string): Promise<{ taskId: string; executionId: string; status: string; receipt: unknown; sends: number }> {
+    if (!this.receipts) throw new NotFoundException('receipts need Redis: start the app with REDIS_URL');
+    await this.payments.get(id);
+    const handle = await this.receipts.request(id);
+    const receipt = await handle.result({ timeout: '10s' });
+    return { taskId: handle.taskId, executionId: handle.executionId, status: await handle.status(), receipt, sends: this.receipts.sends(id) };
   }
 
   @Get(':id')

@@ -268,6 +268,28 @@ describe.each(IMPLEMENTATIONS)('WorkflowStore contract: $name', (implementation)
     expect(await Promise.all([child, grandchild, done].map(async (e) => (await s.workflows.get(e.executionId))?.status))).toEqual(['cancelled', 'cancelled', 'completed']);
   });
 
+  it('tasks: kind is stored, shares the id namespace with workflows, lists apart; markRunning without counting a recovery', async () => {
+    const task = { ...newExecution(`task-${randomUUID()}`), kind: 'task' as const, workflowName: 'send-receipt' };
+    expect(await s.workflows.insert(task)).toMatchObject({ inserted: true, execution: { kind: 'task', status: 'pending' } });
+    // One id namespace: a workflow start with a live task's id finds the task (the clients refuse it as a conflict).
+    expect(await s.workflows.insert(newExecution(task.workflowId))).toMatchObject({ inserted: false, execution: { executionId: task.executionId, kind: 'task' } });
+    expect((await s.workflows.get(task.executionId))?.kind).toBe('task');
+
+    await expect(s.workflows.markRunning(task.executionId)).resolves.toBe(true);
+    await expect(s.workflows.markRunning(task.executionId)).resolves.toBe(true);
+    expect(await s.workflows.get(task.executionId)).toMatchObject({ status: 'running', recoveryAttempts: 0 });
+
+    const tasks = await s.workflows.list({ kind: 'task', workflow: 'send-receipt' });
+    expect(tasks.map((e) => e.executionId)).toContain(task.executionId);
+    expect((await s.workflows.list({ workflow: 'send-receipt' })).map((e) => e.executionId)).not.toContain(task.executionId);
+
+    await s.workflows.finish(task.executionId, 'completed', { result: { sent: true } });
+    await expect(s.workflows.markRunning(task.executionId)).resolves.toBe(false);
+    await expect(s.workflows.markRunning(randomUUID())).resolves.toBe(false);
+    const workflow = newExecution();
+    expect(await s.workflows.insert(workflow)).toMatchObject({ execution: { kind: 'workflow' } });
+  });
+
   it('the reconciler lock is held by one caller at a time', async () => {
     let inner: boolean | undefined;
     const outer = await s.workflows.withReconcilerLock(async () => {

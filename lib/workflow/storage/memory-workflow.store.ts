@@ -48,6 +48,7 @@ export class MemoryWorkflowStore extends WorkflowStore {
       executionId: execution.executionId,
       workflowId: execution.workflowId,
       workflowName: execution.workflowName,
+      kind: execution.kind ?? 'workflow',
       status: 'pending',
       input: jsonCopy(execution.input ?? null),
       inputHash: execution.inputHash,
@@ -108,6 +109,13 @@ export class MemoryWorkflowStore extends WorkflowStore {
     const execution = this.executions.get(executionId);
     if (execution?.status === 'cancelled') execution.runEnd = jsonCopy(end);
     return Promise.resolve();
+  }
+
+  markRunning(executionId: string): Promise<boolean> {
+    const execution = this.executions.get(executionId);
+    if (!execution || !UNFINISHED.includes(execution.status)) return Promise.resolve(false);
+    Object.assign(execution, { status: 'running', updatedAt: new Date() });
+    return Promise.resolve(true);
   }
 
   release(executionId: string): Promise<void> {
@@ -221,7 +229,8 @@ export class MemoryWorkflowStore extends WorkflowStore {
     const limit = Math.min(Math.max(options.limit ?? 100, 1), 1000);
     const found = this.newestFirst().filter(
       (e) => (statuses === undefined || statuses.includes(e.status)) && (options.workflow === undefined || e.workflowName === options.workflow)
-        && (options.parentExecutionId === undefined || e.parentExecutionId === options.parentExecutionId),
+        && (options.parentExecutionId === undefined || e.parentExecutionId === options.parentExecutionId)
+        && e.kind === (options.kind ?? 'workflow'),
     );
     return Promise.resolve(found.slice(0, limit).map(view));
   }

@@ -1,7 +1,7 @@
 import type { Pool, QueryConfig, QueryResultRow } from 'pg';
 import { RecoveryAttemptsExhaustedError } from '../../errors/recovery-attempts-exhausted.error';
 import type { StoredError } from '../../errors/workflow-failed.error';
-import type { ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
+import type { ExecutionKind, ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
 import { retryTransient } from './transient';
 import {
   BeginOutcome, EventRead, ExecutionActivity, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore, RegisteredWait,
@@ -33,6 +33,7 @@ interface ExecutionRow extends QueryResultRow {
   completed_at: Date | null;
   deadline_at: Date | null;
   parent_execution_id?: string | null;
+  kind?: ExecutionKind;
   suspended_until?: Date | number | null;
 }
 
@@ -54,6 +55,7 @@ export function toExecution(row: ExecutionRow): WorkflowExecution & { inputHash:
     executionId: row.id,
     workflowId: row.workflow_id,
     workflowName: row.workflow_name,
+    kind: row.kind ?? 'workflow',
     status: row.status,
     input: row.input,
     inputHash: row.input_hash,
@@ -127,7 +129,7 @@ export class PostgresWorkflowStore extends WorkflowStore {
   async insert(execution: NewExecution): Promise<{ inserted: boolean; execution: WorkflowExecution & { inputHash: string } }> {
     const values = [
       execution.executionId, execution.workflowId, execution.workflowName, json(execution.input) ?? 'null', execution.inputHash,
-      execution.timeoutMs ?? null, execution.parentExecutionId ?? null,
+      execution.timeoutMs ?? null, execution.parentExecutionId ?? null, execution.kind ?? 'workflow',
     ];
     for (let attempt = 0; attempt < RACE_RETRIES; attempt++) {
       const rows = await this.query<ExecutionRow & { inserted: boolean }>({ ...this.sql.insert, values });
@@ -162,6 +164,10 @@ export class PostgresWorkflowStore extends WorkflowStore {
 
   async recordRunEnd(executionId: string, end: RunEnd): Promise<void> {
     await this.query({ ...this.sql.recordRunEnd, values: [executionId, end.deliveredThrough, end.endedBy] });
+  }
+
+  async markRunning(executionId: string): Promise<boolean> {
+    return (await this.query({ ...this.sql.markRunning, values: [executionId] })).length > 0;
   }
 
   async release(executionId: string): Promise<void> {
@@ -249,6 +255,8 @@ export class PostgresWorkflowStore extends WorkflowStore {
       values.push(options.parentExecutionId);
       where.push(`parent_execution_id = $${values.length}::uuid`);
     }
+    values.push(options.kind ?? 'workflow');
+    where.push(`kind = $${values.length}`);
     values.push(Math.min(Math.max(options.limit ?? 100, 1), 1000));
     const text = `SELECT * FROM ${this.sql.executionsTable} ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
       ORDER BY created_at DESC, id DESC LIMIT $${values.length}`;

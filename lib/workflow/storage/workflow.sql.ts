@@ -28,8 +28,8 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
     // after this statement's snapshot: ask again.
     insert: `
       WITH ins AS (
-        INSERT INTO ${e} AS x (id, workflow_id, workflow_name, status, input, input_hash, deadline_at, parent_execution_id)
-        VALUES ($1, $2, $3, 'pending', $4::jsonb, $5, CASE WHEN $6::bigint IS NULL THEN NULL ELSE now() + ${ms('$6')} END, $7::uuid)
+        INSERT INTO ${e} AS x (id, workflow_id, workflow_name, status, input, input_hash, deadline_at, parent_execution_id, kind)
+        VALUES ($1, $2, $3, 'pending', $4::jsonb, $5, CASE WHEN $6::bigint IS NULL THEN NULL ELSE now() + ${ms('$6')} END, $7::uuid, $8)
         ON CONFLICT (workflow_id) WHERE ${LIVE_PREDICATE} DO NOTHING
         RETURNING *
       )
@@ -54,6 +54,9 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
              delivered_through = $5::int, ended_by = $6::int[]
        WHERE id = $1 AND status IN ('pending', 'running')`,
     recordRunEnd: `UPDATE ${e} SET delivered_through = $2::int, ended_by = $3::int[] WHERE id = $1 AND status = 'cancelled'`,
+    markRunning: `
+      UPDATE ${e} SET status = 'running', started_at = coalesce(started_at, now()), updated_at = now()
+       WHERE id = $1 AND status IN ('pending', 'running') RETURNING id`,
     release: `UPDATE ${e} SET status = 'pending', updated_at = now() WHERE id = $1 AND status = 'running'`,
     stepState: `
       SELECT x.status AS execution_status, s.position, s.name, s.status, s.result, s.error, s.attempts, s.completed_at, s.seq, s.args_hash

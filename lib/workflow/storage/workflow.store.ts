@@ -1,5 +1,5 @@
 import type { StoredError } from '../../errors/workflow-failed.error';
-import type { ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
+import type { ExecutionKind, ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
 
 /** A new execution to insert. */
 export interface NewExecution {
@@ -11,6 +11,8 @@ export interface NewExecution {
   timeoutMs?: number;
   /** The execution that started this one as a child workflow. */
   parentExecutionId?: string;
+  /** Default 'workflow'. */
+  kind?: ExecutionKind;
 }
 
 /** A durable wait at a journal position: `sleep` (wakes at its time) or `recv` (wakes on a message or its timeout). */
@@ -100,6 +102,8 @@ export abstract class WorkflowStore {
   ): Promise<boolean>;
   /** Records what the run of a cancelled execution received before it stopped (for `resume()`). */
   abstract recordRunEnd(executionId: string, end: RunEnd): Promise<void>;
+  /** Marks a pending (or already running) execution running, without counting a recovery (a task's attempt); false when it is no longer unfinished. */
+  abstract markRunning(executionId: string): Promise<boolean>;
   /** Puts a running execution back to pending (graceful shutdown), without counting a recovery. */
   abstract release(executionId: string): Promise<void>;
   /** The execution's status and the checkpoint at a position, if any (a `retrying` row is no checkpoint). */

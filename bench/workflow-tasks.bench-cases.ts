@@ -1,0 +1,106 @@
+// The task cases of `npm run bench:workflows` (issue 12), in an app of their own (own schema, own queue prefix):
+// enqueue→completed throughput of @Task() jobs with a task id and without one (identity always_unique), 100 enqueues
+// in flight and a worker concurrency of 50, against raw BullMQ add→completed in the same run and the same shape.
+// BENCH_TASKS=0 skips them.
+import { Injectable, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { Queue, Worker } from 'bullmq';
+import { randomBytes } from 'node:crypto';
+import Redis from 'ioredis';
+import { Pool } from 'pg';
+import { IdempotencyModule, Task, TaskClient } from '../lib';
+import { deleteRedisKeys } from './bench-support';
+import { keepInFlight, waitFor } from './workflow-bench-support';
+
+@Injectable()
+class BenchTasks {
+  @Task({ name: 'bench-task-keyed', queue: 'bench-tasks' })
+  keyed(n: number): Promise<number> {
+    return Promise.resolve(n);
+  }
+
+  @Task({ name: 'bench-task-unkeyed', queue: 'bench-tasks', identity: 'always_unique' })
+  unkeyed(n: number): Promise<number> {
+    return Promise.resolve(n);
+  }
+}
+
+const IN_FLIGHT = 100;
+const CONCURRENCY = 50;
+
+/** Raw BullMQ: `jobs` adds (100 in flight) to a worker of concurrency 50; jobs/s from the first add to the last completion. */
+async function rawBullmq(redisUrl: string, prefix: string, jobs: number): Promise<number> {
+  const connection = { url: redisUrl, maxRetriesPerRequest: null };
+  const queue = new Queue('raw-tasks', { connection, prefix });
+  let done = 0;
+  const worker = new Worker('raw-tasks', (job) => Promise.resolve(job.data as unknown), { connection, prefix, concurrency: CONCURRENCY });
+  worker.on('completed', () => done++);
+  await worker.waitUntilReady();
+  const t0 = performance.now();
+  await keepInFlight(jobs, IN_FLIGHT, (i) => queue.add('t', { i }, { jobId: `raw-${i}`, removeOnComplete: true, removeOnFail: true }));
+  await waitFor('raw BullMQ jobs to complete', () => Promise.resolve(done >= jobs), 120_000);
+  const ms = performance.now() - t0;
+  await worker.close();
+  await queue.obliterate({ force: true }).catch(() => undefined);
+  await queue.close();
+  return jobs / (ms / 1000);
+}
+
+/** Task enqueues (100 in flight); tasks/s from the first enqueue until Postgres shows every one completed. */
+async function ours(tasks: TaskClient, pool: Pool, schema: string, method: 'keyed' | 'unkeyed', tasksCount: number, offset: number): Promise<number> {
+  const name = method === 'keyed' ? 'bench-task-keyed' : 'bench-task-unkeyed';
+  const completed = async () =>
+    (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".workflow_executions WHERE workflow_name = $1 AND status = 'completed'`, [name])).rows[0].n;
+  const before = await completed();
+  const t0 = performance.now();
+  await keepInFlight(tasksCount, IN_FLIGHT, (i) =>
+    method === 'keyed' ? tasks.enqueue(BenchTasks, 'keyed', [offset + i], { taskId: `bench-${offset + i}` }) : tasks.enqueue(BenchTasks, 'unkeyed', [offset + i]));
+  await waitFor(`${name} tasks to complete`, async () => (await completed()) - before >= tasksCount, 300_000);
+  return tasksCount / ((performance.now() - t0) / 1000);
+}
+
+/** Runs the task cases; returns the lines to print (a table and the goal). */
+export async function taskCases(databaseUrl: string, redisUrl: string, count: number): Promise<string[]> {
+  const runId = randomBytes(4).toString('hex');
+  const schema = `bench_task_${runId}`;
+  const prefix = `{bench-task-${runId}}`;
+  @Module({
+    imports: [
+      IdempotencyModule.forRoot({
+        postgres: { url: databaseUrl, schema, poolSize: 20 },
+        redis: { url: redisUrl, keyPrefix: `idem-${schema}` },
+        migrationsRun: true,
+        workflows: { queuePrefix: prefix, concurrency: CONCURRENCY },
+      }),
+    ],
+    providers: [BenchTasks],
+  })
+  class TaskBenchModule {}
+
+  const app = await NestFactory.createApplicationContext(TaskBenchModule, { logger: ['warn', 'error'] });
+  const tasks = app.get(TaskClient);
+  const pool = new Pool({ connectionString: databaseUrl, max: 4 });
+  const redis = new Redis(redisUrl);
+  try {
+    await ours(tasks, pool, schema, 'keyed', Math.min(500, count), 10_000_000); // warm-up
+    const raw = await rawBullmq(redisUrl, prefix, count);
+    const keyed = await ours(tasks, pool, schema, 'keyed', count, 0);
+    const unkeyed = await ours(tasks, pool, schema, 'unkeyed', count, 0);
+    const f = (n: number) => n.toFixed(0);
+    return [
+      '',
+      `| tasks (issue 12): enqueue→completed, ${IN_FLIGHT} enqueues in flight, worker concurrency ${CONCURRENCY}, ${count} each | per s | vs raw BullMQ |`,
+      '|---|---:|---:|',
+      `| raw BullMQ add→completed (custom job id, removeOnComplete) | ${f(raw)} | 100% |`,
+      `| @Task() with a task id | ${f(keyed)} | ${((100 * keyed) / raw).toFixed(1)}% |`,
+      `| @Task() without a task id (identity always_unique) | ${f(unkeyed)} | ${((100 * unkeyed) / raw).toFixed(1)}% |`,
+      `goal (issue 12): tasks with ids ≥ 2,000/s → ${f(keyed)}/s (${keyed >= 2000 ? 'met' : 'NOT met'})`,
+    ];
+  } finally {
+    await app.close();
+    await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
+    await pool.end();
+    await deleteRedisKeys(redis, `${prefix}:*`);
+    redis.disconnect();
+  }
+}

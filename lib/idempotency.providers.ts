@@ -25,6 +25,7 @@ import { TransactionalSteps } from './transaction/transactional-steps';
 import { ClsTransactionBridge } from './transaction/cls/cls-transaction-bridge';
 import { resolveOptions } from './utils/validate-options';
 import { workflowProviders } from './workflow/workflow.providers';
+import { queueProviders } from './queues/queue.providers';
 import { outboxProviders } from './outbox/outbox.providers';
 import { IdempotencyObserver } from './observability/idempotency-observer';
 import { observabilityProviders } from './observability/observability.providers';
@@ -86,6 +87,7 @@ export const idempotencyProviders: Provider[] = [
     inject: [RESOLVED_IDEMPOTENCY_OPTIONS, IdempotencyInterceptor],
   },
   { provide: APP_FILTER, useClass: IdempotencyProblemFilter },
+  ...queueProviders,
   ...workflowProviders,
   ...outboxProviders,
   ...observabilityProviders,

@@ -7,6 +7,7 @@ import type { IdempotencyRequest } from './idempotency-options.interface';
 import type { ResolvedOutboxOptions } from '../outbox/outbox.interfaces';
 import type { ResolvedObservabilityOptions } from '../observability/observability-options';
 import type { ResolvedConsoleOptions } from '../console/console-options';
+import type { ResolvedQueueOptions } from '../queues/queue-options.interfaces';
 
 /** HTTP settings after defaults and duration parsing (internal). */
 export interface ResolvedHttpOptions {
@@ -73,4 +74,6 @@ export interface ResolvedOptions {
   observability: ResolvedObservabilityOptions;
   /** Undefined when the console is off. */
   console?: ResolvedConsoleOptions;
+  /** Per-queue settings (`queues` option) by queue name; `{}` when none. */
+  queues: Record<string, ResolvedQueueOptions>;
 }

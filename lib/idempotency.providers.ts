@@ -26,6 +26,7 @@ import { ClsTransactionBridge } from './transaction/cls/cls-transaction-bridge';
 import { resolveOptions } from './utils/validate-options';
 import { workflowProviders } from './workflow/workflow.providers';
 import { queueProviders } from './queues/queue.providers';
+import { scheduleProviders } from './schedule/schedule.providers';
 import { outboxProviders } from './outbox/outbox.providers';
 import { IdempotencyObserver } from './observability/idempotency-observer';
 import { observabilityProviders } from './observability/observability.providers';
@@ -89,6 +90,7 @@ export const idempotencyProviders: Provider[] = [
   { provide: APP_FILTER, useClass: IdempotencyProblemFilter },
   ...queueProviders,
   ...workflowProviders,
+  ...scheduleProviders,
   ...outboxProviders,
   ...observabilityProviders,
 ];

@@ -8,6 +8,7 @@ import { CreateOutboxMessages1764000800000 } from './1764000800000-create-outbox
 import { WorkflowWaits1764001400000 } from './1764001400000-workflow-waits';
 import { WorkflowWaitCalls1764001400100 } from './1764001400100-workflow-wait-calls';
 import { AddOutboxUnkeyedIndex1764001500000 } from './1764001500000-add-outbox-unkeyed-index';
+import { CreateSchedules1764001800000 } from './1764001800000-create-schedules';
 import { skipWhenRecorded } from './recorded-migrations';
 
 /** The library's migrations as written, in order (the module and the CLI apply these). */
@@ -22,6 +23,7 @@ export const IDEMPOTENCY_MIGRATION_CLASSES = [
   WorkflowWaits1764001400000,
   WorkflowWaitCalls1764001400100,
   AddOutboxUnkeyedIndex1764001500000,
+  CreateSchedules1764001800000,
 ];
 
 /**

@@ -18,12 +18,15 @@ interface OccurrenceJobData {
   name: string;
 }
 
-/** Every problem of a schedule's cron, time zone and catch-up, as `option: message`. */
-export function scheduleProblems(cron: unknown, options: { timezone?: unknown; catchUp?: unknown } | undefined, allowed?: readonly string[]): string[] {
-  const problems = scheduleOptionProblems(options, allowed);
+/**
+ * Every problem of a schedule's cron, time zone and catch-up, as `option: message`. The cron expression is parsed by
+ * BullMQ's cron parser unless `parseCron` is false (the testing module loads no bullmq).
+ */
+export function scheduleProblems(cron: unknown, options: { timezone?: unknown; catchUp?: unknown } | undefined, parseCron = true): string[] {
+  const problems = scheduleOptionProblems(options);
   const tz = timezoneProblem(options?.timezone);
   if (tz) problems.push(`timezone: ${tz}`);
-  const c = cronProblem(cron, tz ? undefined : (options?.timezone as string | undefined));
+  const c = parseCron ? cronProblem(cron, tz ? undefined : (options?.timezone as string | undefined)) : undefined;
   if (c) problems.push(`cron: ${c}`);
   return problems;
 }
@@ -81,29 +84,29 @@ export class ScheduleRegistrar {
     for (const definition of this.declared.values()) rows.push(await this.store.save(definition));
     const declaredNames = new Set(this.declared.keys());
     for (const row of await this.store.runtime()) if (!declaredNames.has(row.name)) rows.push(row);
-    if (rows.length === 0) return;
     const workers = this.options.workflows.workers;
     for (const row of rows) {
       // The scheduler's first job runs the first occurrence after now; every occurrence before it is the catch-up's.
       const first = await this.upsertScheduler(row);
       if (workers && this.kinds.has(row.kind)) await this.catchUpAtBoot(row, first - 1);
     }
-    if (workers) this.startWorker();
+    // Runs occurrences of every schedule, those added at runtime later (here or elsewhere) included.
+    if (workers && this.kinds.size > 0) this.startWorker();
   }
 
   /** Adds or replaces a schedule at runtime; it catches up on nothing before now. Throws ScheduleInvalidError. */
   async schedule(definition: ScheduleDefinition): Promise<ScheduleInfo> {
-    const problems = scheduleProblems(definition.cron, { timezone: definition.timezone, catchUp: definition.catchUp });
+    const options = { timezone: definition.timezone, catchUp: definition.catchUp };
+    const problems = scheduleProblems(definition.cron, options, !this.inert);
     if (!definition.name) problems.push('name: expected a non-empty schedule name');
     if (problems.length > 0) throw new ScheduleInvalidError(definition.name, problems);
     if (this.inert) {
       this.logger.log(`IdempotencyTestingModule does not run schedules; schedule "${definition.name}" is not stored`);
-    } else {
-      await this.queues.init();
-      await this.store.save(definition);
-      await this.upsertScheduler(definition);
+      return this.info(definition, null);
     }
-    return this.info(definition);
+    await this.queues.init();
+    await this.store.save(definition);
+    return this.info(definition, await this.upsertScheduler(definition));
   }
 
   /** Removes a schedule (its row and its BullMQ job scheduler); false when there was none. A decorator's comes back at the next boot. */
@@ -115,16 +118,15 @@ export class ScheduleRegistrar {
     return removed || scheduler;
   }
 
-  /** A schedule's settings and its next occurrence. */
-  info(definition: Pick<ScheduleDefinition, 'name' | 'cron' | 'timezone' | 'catchUp'>): ScheduleInfo {
-    const next = nextOccurrence(definition.cron, definition.timezone, Date.now());
+  /** A schedule's settings and its next occurrence (`next`, null when unknown). */
+  private info(definition: Pick<ScheduleDefinition, 'name' | 'cron' | 'timezone' | 'catchUp'>, next: number | null): ScheduleInfo {
     return {
       name: definition.name,
       cron: definition.cron,
       ...(definition.timezone === undefined ? {} : { timezone: definition.timezone }),
       catchUp: definition.catchUp,
-      nextAt: new Date(next).toISOString(),
-      nextOccurrenceId: occurrenceId(definition.name, next),
+      nextAt: next === null ? null : new Date(next).toISOString(),
+      nextOccurrenceId: next === null ? null : occurrenceId(definition.name, next),
     };
   }
 

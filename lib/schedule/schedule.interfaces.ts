@@ -29,9 +29,9 @@ export interface ScheduleInfo {
   cron: string;
   timezone?: string;
   catchUp: CatchUp;
-  /** The next occurrence's time (ISO 8601), and the workflow id it will run with (`<name>@<time>`). */
-  nextAt: string;
-  nextOccurrenceId: string;
+  /** The next occurrence's time (ISO 8601), and the workflow id it will run with (`<name>@<time>`); null in IdempotencyTestingModule, which runs no schedules. */
+  nextAt: string | null;
+  nextOccurrenceId: string | null;
 }
 
 /** @internal A schedule of any kind: `kind` names the starter (e.g. `'workflow'`), `target` what it starts. */

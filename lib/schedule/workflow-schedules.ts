@@ -7,7 +7,6 @@ import { WorkflowStore } from '../workflow/storage/workflow.store';
 import { WorkflowClient } from '../workflow/workflow.client';
 import { WorkflowMetadataAccessor } from '../workflow/workflow-metadata.accessor';
 import { WorkflowRegistry } from '../workflow/workflow.registry';
-import { scheduleOptionProblems } from './catch-up';
 import { ScheduleMetadataAccessor } from './schedule-metadata.accessor';
 import { scheduleProblems, ScheduleRegistrar } from './schedule-registrar';
 import type { ScheduledMetadata } from './scheduled.decorator';
@@ -44,16 +43,17 @@ export class WorkflowSchedules implements OnModuleInit {
       const where = `@Scheduled() on ${type.name}`;
       if (!this.workflowMetadata.workflowOptions(type)) problems.push(`${where}: only a @Workflow() class can be scheduled`);
       // The testing module loads no bullmq, whose cron parser checks the expression: it checks the rest.
-      const found = this.registrar.inert ? scheduleOptionProblems(scheduled.options) : scheduleProblems(scheduled.cron, scheduled.options);
+      const found = scheduleProblems(scheduled.cron, scheduled.options, !this.registrar.inert);
       problems.push(...found.map((p) => `${where}: ${p}`));
       this.found.push({ type, scheduled });
     }
     if (problems.length > 0) throw new IdempotencyConfigError(problems, 'Invalid @Scheduled() schedules');
-    this.registrar.addKind('workflow', (target, id, at) => this.startOccurrence(target, id, at));
   }
 
-  /** Declares the `@Scheduled()` workflows (their names are known once the workflow explorer has run). */
+  /** Declares the `@Scheduled()` workflows (their names are known once the workflow explorer has run) and the workflow kind. */
   declareAll(): void {
+    if (this.registry.isEmpty) return;
+    this.registrar.addKind('workflow', (target, id, at) => this.startOccurrence(target, id, at));
     for (const { type, scheduled } of this.found) {
       const name = this.registry.get(type).name;
       this.registrar.declare({

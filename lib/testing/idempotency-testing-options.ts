@@ -4,6 +4,7 @@ import type { ResolvedOptions } from '../interfaces/resolved-options';
 import type { RetentionOptions } from '../retention/retention.interfaces';
 import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 import { resolveOptions } from '../utils/validate-options';
+import type { QueueOptions } from '../queues/queue-options.interfaces';
 
 /** Options of `IdempotencyTestingModule.forRoot()`: the module's own, minus everything about Postgres and Redis. */
 export interface IdempotencyTestingOptions {
@@ -18,9 +19,14 @@ export interface IdempotencyTestingOptions {
   retention?: Omit<RetentionOptions, 'cleanupInterval' | 'batchSize'>;
   /** Metrics and spans, as in `IdempotencyModule` (the engine's decisions are recorded; the in-memory stores are not timed). */
   observability?: ObservabilityOptions;
+  /**
+   * Per-queue settings, validated as in `IdempotencyModule` so one options object serves both; only `retention` acts
+   * here (steps run in process, one at a time per call: there is no queue to rate-limit, share out or prioritize).
+   */
+  queues?: Record<string, QueueOptions>;
 }
 
-const KNOWN_KEYS = ['http', 'workflows', 'retention', 'observability'];
+const KNOWN_KEYS = ['http', 'workflows', 'retention', 'observability', 'queues'];
 /** Settings of the module that mean nothing in process: given here, they would be silently ignored. */
 const NOT_IN_PROCESS: Record<'workflows' | 'retention', { keeps: readonly string[]; drops: readonly string[] }> = {
   workflows: {
@@ -58,6 +64,7 @@ export function resolveTestingOptions(options: IdempotencyTestingOptions = {}): 
     workflows: { pollInterval: '100ms', lockDuration: '5s', ...options.workflows },
     retention: { ...options.retention, cleanupInterval: false },
     observability: options.observability,
+    queues: options.queues,
   });
   if (resolved.http.transaction) {
     throw new IdempotencyConfigError([

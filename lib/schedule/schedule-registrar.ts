@@ -118,6 +118,13 @@ export class ScheduleRegistrar {
     return removed || scheduler;
   }
 
+  /** A stored schedule with its next occurrence; undefined when there is none of that name (or in the testing module). */
+  async get(name: string): Promise<ScheduleInfo | undefined> {
+    if (this.inert) return undefined;
+    const row = await this.store.get(name);
+    return row ? this.info(row, nextOccurrence(row.cron, row.timezone, Date.now())) : undefined;
+  }
+
   /** A schedule's settings and its next occurrence (`next`, null when unknown). */
   private info(definition: Pick<ScheduleDefinition, 'name' | 'cron' | 'timezone' | 'catchUp'>, next: number | null): ScheduleInfo {
     return {

@@ -279,6 +279,11 @@ export class WorkflowClient {
     });
   }
 
+  /** A schedule by name (from a decorator or added at runtime) with its next occurrence and that occurrence's workflow id; undefined when there is none. */
+  async getSchedule(name: string): Promise<ScheduleInfo | undefined> {
+    return this.schedules.get(name);
+  }
+
   /** Removes a schedule by name (its stored row and BullMQ job scheduler); false when there was none. Started occurrences keep running. */
   async unschedule(name: string): Promise<boolean> {
     return this.schedules.unschedule(name);

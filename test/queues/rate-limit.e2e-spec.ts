@@ -8,7 +8,7 @@ import { LimitedWorkflow } from './fixtures/limited.workflow';
 
 jest.setTimeout(90_000); // two real worker processes; every wait is bounded
 
-const FIXTURE = join(__dirname, 'fixtures', 'queues-process.ts');
+const FIXTURE = join(__dirname, 'fixtures', 'worker-app.ts');
 const MAX = 20;
 const JOBS = 100;
 

@@ -1,7 +1,7 @@
 import { sql } from '../support/test-app';
 import { Child, kill, spawnWorker } from '../workflow/processes';
 import { scenario, Scenario } from '../workflow/support';
-import { occurrences, SCHEDULE_FIXTURE, until } from './support';
+import { occurrences, SCHEDULE_FIXTURE, tickerEnv, until } from './support';
 import type { CatchUp } from '../../lib';
 
 jest.setTimeout(120_000); // real processes; every wait below is bounded
@@ -18,7 +18,7 @@ const children: Child[] = [];
 
 /** One instance runs the ticker; it stops; 5 s later (no instance running) another one starts. */
 async function outage(s: Scenario, catchUp: CatchUp): Promise<Outcome> {
-  const first = spawnWorker(s, { SCHED_CATCH_UP: catchUp }, SCHEDULE_FIXTURE);
+  const first = spawnWorker(s, tickerEnv(catchUp), SCHEDULE_FIXTURE);
   children.push(first);
   await first.line('READY');
   await until('3 occurrences', async () => ((await occurrences(s)).length >= 3 ? true : undefined));
@@ -26,7 +26,7 @@ async function outage(s: Scenario, catchUp: CatchUp): Promise<Outcome> {
   const before = Math.max(...(await occurrences(s)));
   const stoppedAt = Date.now();
   await new Promise((resolve) => setTimeout(resolve, 5000));
-  const second = spawnWorker(s, { SCHED_CATCH_UP: catchUp }, SCHEDULE_FIXTURE);
+  const second = spawnWorker(s, tickerEnv(catchUp), SCHEDULE_FIXTURE);
   children.push(second);
   const restartedAt = Date.now();
   const ready = Number((await second.line('READY')).split(' ')[1]);

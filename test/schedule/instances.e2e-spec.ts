@@ -1,7 +1,7 @@
 import { sql } from '../support/test-app';
 import { Child, kill, spawnWorker } from '../workflow/processes';
 import { scenario } from '../workflow/support';
-import { occurrences, SCHEDULE_FIXTURE, until } from './support';
+import { occurrences, SCHEDULE_FIXTURE, tickerEnv, until } from './support';
 
 jest.setTimeout(120_000); // three real processes; every wait below is bounded
 
@@ -13,7 +13,7 @@ describe('@Scheduled: a per-second cron run by three instances', () => {
 
   it('10 occurrences: each starts exactly once, none skipped', async () => {
     const s = scenario();
-    const three = [0, 1, 2].map(() => spawnWorker(s, {}, SCHEDULE_FIXTURE));
+    const three = [0, 1, 2].map(() => spawnWorker(s, tickerEnv(), SCHEDULE_FIXTURE));
     children.push(...three);
     const ready = Math.max(...(await Promise.all(three.map(async (c) => Number((await c.line('READY')).split(' ')[1])))));
     // 10 occurrences after every instance runs, each run to its step.

@@ -2,8 +2,13 @@ import { join } from 'node:path';
 import { sql } from '../support/test-app';
 import type { Scenario } from '../workflow/support';
 
-/** The process that runs the per-second ticker schedule (fixtures/schedule-process.ts). */
-export const SCHEDULE_FIXTURE = join(__dirname, 'fixtures', 'schedule-process.ts');
+/** The process that runs the per-second ticker schedule. */
+export const SCHEDULE_FIXTURE = join(__dirname, '..', 'queues', 'fixtures', 'worker-app.ts');
+
+/** Environment of a ticker process: the ticker workflow, with this catchUp. */
+export function tickerEnv(catchUp = 'latest'): Record<string, string> {
+  return { APP_WORKFLOW: 'ticker', SCHED_CATCH_UP: catchUp };
+}
 
 /** Scheduled times (ms) of the ticker's executions, ascending (from their ids, `ticker@<time ISO>`). */
 export async function occurrences(s: Scenario): Promise<number[]> {

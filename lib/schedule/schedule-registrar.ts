@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { Job, Worker } from 'bullmq';
+import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 import { ScheduleInvalidError } from '../errors/schedule-invalid.error';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
@@ -84,6 +85,7 @@ export class ScheduleRegistrar {
     for (const definition of this.declared.values()) rows.push(await this.store.save(definition));
     const declaredNames = new Set(this.declared.keys());
     for (const row of await this.store.runtime()) if (!declaredNames.has(row.name)) rows.push(row);
+    if (rows.length > 0) this.assertJobSchedulers(rows.map((r) => r.name));
     const workers = this.options.workflows.workers;
     for (const row of rows) {
       // The scheduler's first job runs the first occurrence after now; every occurrence before it is the catch-up's.
@@ -105,6 +107,7 @@ export class ScheduleRegistrar {
       return this.info(definition, null);
     }
     await this.queues.init();
+    this.assertJobSchedulers([definition.name]);
     await this.store.save(definition);
     return this.info(definition, await this.upsertScheduler(definition));
   }
@@ -142,6 +145,14 @@ export class ScheduleRegistrar {
     const worker = this.worker;
     this.worker = undefined;
     if (worker) await drainAndClose(worker, () => this.running === 0, this.options.workflows.lockDurationMs);
+  }
+
+  /** BullMQ gained job schedulers (`Queue.upsertJobScheduler`) in 5.16; the library accepts 5.14 for the rest. */
+  private assertJobSchedulers(names: string[]): void {
+    if (typeof this.queues.queue(SCHEDULES_QUEUE).upsertJobScheduler === 'function') return;
+    throw new IdempotencyConfigError([
+      `schedules (${names.join(', ')}): the installed bullmq has no job schedulers (Queue.upsertJobScheduler, BullMQ 5.16 or later); upgrade bullmq`,
+    ]);
   }
 
   private get store(): PostgresScheduleStore {

@@ -10,7 +10,7 @@ function schemaOf(queryRunner: QueryRunner): string {
  * policy, what it starts (`kind` and `target`, e.g. a workflow name), and `last_occurrence`, the newest occurrence
  * already handled. BullMQ's job schedulers never replay runs missed while no instance was up; this durable mark is
  * how missed occurrences are found. `source` tells a decorator's schedule (declared again at every boot) from one
- * added at runtime (restored from this row at boot). The `caught_up_*` columns describe the last catch-up.
+ * added at runtime (restored from this row at boot). The `caught_up_*` columns describe the last catch-up at boot.
  */
 export class CreateSchedules1764001800000 implements MigrationInterface {
   name = 'CreateSchedules1764001800000';

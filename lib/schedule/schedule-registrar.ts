@@ -202,7 +202,8 @@ export class ScheduleRegistrar {
       // Its own occurrence always starts, even behind the mark: a job that fires is never a missed occurrence.
       for (const time of [...run, at]) await this.startOccurrence(row, time);
       await this.store.advance(row.name, at);
-      if (missed.count > 0) await this.noteCatchUp(row, at - 1, missed.count, run.length);
+      // A gap while instances run (a late job made BullMQ skip ahead) is logged; the row keeps the catch-up at boot.
+      if (missed.count > 0) this.logCatchUp(row, at - 1, missed.count, run.length);
     } finally {
       this.running--;
     }
@@ -220,6 +221,10 @@ export class ScheduleRegistrar {
 
   private async noteCatchUp(row: ScheduleRow, throughMs: number, count: number, started: number): Promise<void> {
     await this.store.recordCatchUp(row.name, throughMs, count, started);
+    this.logCatchUp(row, throughMs, count, started);
+  }
+
+  private logCatchUp(row: ScheduleRow, throughMs: number, count: number, started: number): void {
     const missed = count > CATCH_UP_ALL_LIMIT ? `more than ${CATCH_UP_ALL_LIMIT}` : String(count);
     this.logger.log(`schedule "${row.name}": ${missed} missed occurrence(s) through ${new Date(throughMs).toISOString()}; catchUp '${row.catchUp}' started ${started}`);
   }

@@ -13,7 +13,7 @@ describe('@Scheduled: a per-second cron run by three instances', () => {
 
   it('10 occurrences: each starts exactly once, none skipped', async () => {
     const s = scenario();
-    const three = [0, 1, 2].map(() => spawnWorker(s, tickerEnv(), SCHEDULE_FIXTURE));
+    const three = [0, 1, 2].map(() => spawnWorker(s, tickerEnv('all'), SCHEDULE_FIXTURE));
     children.push(...three);
     const ready = Math.max(...(await Promise.all(three.map(async (c) => Number((await c.line('READY')).split(' ')[1])))));
     // 10 occurrences after every instance runs, each run to its step.
@@ -31,7 +31,8 @@ describe('@Scheduled: a per-second cron run by three instances', () => {
     );
     expect(perOccurrence.length).toBeGreaterThanOrEqual(10);
     expect(perOccurrence.filter((o) => o.executions !== 1 || o.runs !== 1)).toEqual([]);
-    // Every second from the first occurrence to the last has its run: no occurrence was skipped either.
+    // Every second from the first occurrence to the last has its run: none was skipped either (catchUp 'all' also
+    // starts an occurrence whose job BullMQ skipped because the one before it ran late on a loaded machine).
     const times = await occurrences(s);
     expect((times[times.length - 1] - times[0]) / 1000 + 1).toBe(times.length);
     const [{ pids }] = await sql<{ pids: number }>(`SELECT count(DISTINCT pid)::int AS pids FROM "${s.schema}".step_runs`);

@@ -27,6 +27,8 @@ import { ClsTransactionBridge } from './transaction/cls/cls-transaction-bridge';
 import { resolveOptions } from './utils/validate-options';
 import { workflowProviders } from './workflow/workflow.providers';
 import { taskProviders } from './task/task.providers';
+import { queueProviders } from './queues/queue.providers';
+import { scheduleProviders } from './schedule/schedule.providers';
 import { outboxProviders } from './outbox/outbox.providers';
 import { IdempotencyObserver } from './observability/idempotency-observer';
 import { observabilityProviders } from './observability/observability.providers';
@@ -92,8 +94,10 @@ export const idempotencyProviders: Provider[] = [
     inject: [RESOLVED_IDEMPOTENCY_OPTIONS, IdempotencyInterceptor],
   },
   { provide: APP_FILTER, useClass: IdempotencyProblemFilter },
+  ...queueProviders,
   ...workflowProviders,
   ...taskProviders,
+  ...scheduleProviders,
   ...outboxProviders,
   ...observabilityProviders,
 ];

@@ -77,6 +77,19 @@ export type { Duration } from './utils/duration';
 export { Workflow } from './workflow/workflow.decorator';
 export { Step } from './workflow/step.decorator';
 export { WorkflowClient } from './workflow/workflow.client';
+/** `@Scheduled(cron, { timezone?, catchUp? })`: runs a workflow on a cron schedule, each occurrence once (`<name>@<time ISO>`). */
+export { Scheduled } from './schedule/scheduled.decorator';
+/** Types of schedules: catch-up policy, decorator and `WorkflowClient.schedule()` options, the scheduled run's input, a schedule's info. */
+export type { CatchUp, ScheduleOptions, ScheduleWorkflowOptions, ScheduledInput, ScheduleInfo, OccurrenceStarter } from './schedule/schedule.interfaces';
+/** Runs schedules of any kind; `addKind(kind, start)` lets another kind of job (e.g. tasks) be scheduled. */
+export { ScheduleRegistrar } from './schedule/schedule-registrar';
+/** Raised by `WorkflowClient.schedule()` for an invalid cron expression, time zone or option. */
+export { ScheduleInvalidError } from './errors/schedule-invalid.error';
+/** The per-queue settings (`queues` option) any worker creator applies: `for(queue, defaultConcurrency)`. */
+export { QueueSettings } from './queues/queue-settings';
+/** Types of the `queues` option and of what `QueueSettings.for()` returns. */
+export type { QueueOptions } from './queues/queue-options.interfaces';
+export type { QueueRuntimeSettings } from './queues/queue-settings';
 export type { WorkflowClass, SendOptions, GetEventOptions } from './workflow/workflow.client';
 /** Durable calls of a workflow's run(): sleep, receive messages, publish events, start and await child workflows. */
 export { sleep, recv, setEvent, startChild, runChild } from './workflow/workflow-calls';

@@ -9,6 +9,7 @@ import { WorkflowWaits1764001400000 } from './1764001400000-workflow-waits';
 import { WorkflowWaitCalls1764001400100 } from './1764001400100-workflow-wait-calls';
 import { AddOutboxUnkeyedIndex1764001500000 } from './1764001500000-add-outbox-unkeyed-index';
 import { TaskExecutions1764001700000 } from './1764001700000-task-executions';
+import { CreateSchedules1764001800000 } from './1764001800000-create-schedules';
 import { skipWhenRecorded } from './recorded-migrations';
 
 /** The library's migrations as written, in order (the module and the CLI apply these). */
@@ -24,6 +25,7 @@ export const IDEMPOTENCY_MIGRATION_CLASSES = [
   WorkflowWaitCalls1764001400100,
   AddOutboxUnkeyedIndex1764001500000,
   TaskExecutions1764001700000,
+  CreateSchedules1764001800000,
 ];
 
 /**

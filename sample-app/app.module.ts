@@ -6,6 +6,7 @@ import { idempotencyOptionsFromEnv } from './config/idempotency-options.factory'
 import { DatabaseModule } from './database/database.module';
 import { NotificationsModule } from './notifications/notifications.module';
 import { OrdersModule } from './orders/orders.module';
+import { ReconciliationModule } from './reconciliation/reconciliation.module';
 import { PaymentsModule } from './payments/payments.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 import { OperationsModule } from './operations/operations.module';
@@ -29,7 +30,7 @@ import { ConsoleDemoGuard } from './auth/console-demo.guard';
     NotificationsModule,
     OperationsModule,
     // Durable workflows run on BullMQ: the orders part needs Redis.
-    ...(process.env.REDIS_URL ? [OrdersModule] : []),
+    ...(process.env.REDIS_URL ? [OrdersModule, ReconciliationModule] : []),
   ],
 })
 export class AppModule {}

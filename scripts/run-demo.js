@@ -345,6 +345,11 @@ async function runWorkflowScript(app, env) {
   check(done.children.length === 1 && done.children[0].status === 'completed', `expected one completed shipping child, got ${JSON.stringify(done.children)}`);
   check(done.execution.result.paymentEventId === event.id, 'the order must have received the confirmation once');
   out('    the confirmation was received once (the second delivery was a duplicate), and the order shipped once');
+  out('    (the charge step ran on the `stripe` queue: its rate limit, queues.stripe.rateLimit, holds across all instances)');
+  const scheduled = await fetch(`${restarted.base}/reconciliations/schedule`, { headers: auth() });
+  const schedule = await scheduled.json();
+  check(scheduled.status === 200 && typeof schedule.nextOccurrenceId === 'string', `GET /reconciliations/schedule → ${scheduled.status} ${JSON.stringify(schedule)}`);
+  out(`    GET /reconciliations/schedule → the daily reconciliation (@Scheduled '${schedule.cron}', catchUp '${schedule.catchUp}') runs next as ${schedule.nextOccurrenceId}, once however many instances run`);
   return restarted;
 }
 

@@ -2,6 +2,7 @@ import type Redis from 'ioredis';
 import type { Cluster, ClusterNode, ClusterOptions, RedisOptions } from 'ioredis';
 import type { DataSource } from 'typeorm';
 import type { RetentionOptions } from '../retention/retention.interfaces';
+import type { QueueOptions } from '../queues/queue-options.interfaces';
 import type { TransactionIsolation } from '../transaction/transaction-options';
 import type { Duration } from '../utils/duration';
 import type { OutboxOptions } from '../outbox/outbox.interfaces';
@@ -175,4 +176,10 @@ export interface IdempotencyModuleOptions {
    * `false` silences it. The app's own lines are not affected. Default `'log'` (no debug or verbose lines).
    */
   logLevel?: IdempotencyLogLevel | false;
+  /**
+   * Per-queue settings of workflow and step queues by queue name: `retention`, a `rateLimit` held across all
+   * instances, per-instance `concurrency`, job `priority`. A name no workflow or step uses fails at bootstrap.
+   * See README "Queues".
+   */
+  queues?: Record<string, QueueOptions>;
 }

@@ -8,6 +8,7 @@ import type { ResolvedOutboxOptions } from '../outbox/outbox.interfaces';
 import type { ResolvedObservabilityOptions } from '../observability/observability-options';
 import type { ResolvedConsoleOptions } from '../console/console-options';
 import type { IdempotencyLogLevel } from '../observability/library-logger';
+import type { ResolvedQueueOptions } from '../queues/queue-options.interfaces';
 
 /** HTTP settings after defaults and duration parsing (internal). */
 export interface ResolvedHttpOptions {
@@ -76,4 +77,6 @@ export interface ResolvedOptions {
   console?: ResolvedConsoleOptions;
   /** The least severe line the library logs; false: none. */
   logLevel: IdempotencyLogLevel | false;
+  /** Per-queue settings (`queues` option) by queue name; `{}` when none. */
+  queues: Record<string, ResolvedQueueOptions>;
 }

@@ -5,6 +5,7 @@ import type { ResolvedOptions } from '../interfaces/resolved-options';
 import type { RetentionOptions } from '../retention/retention.interfaces';
 import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 import { resolveOptions } from '../utils/validate-options';
+import type { QueueOptions } from '../queues/queue-options.interfaces';
 
 /** Options of `IdempotencyTestingModule.forRoot()`: the module's own, minus everything about Postgres and Redis. */
 export interface IdempotencyTestingOptions {
@@ -21,9 +22,15 @@ export interface IdempotencyTestingOptions {
   observability?: ObservabilityOptions;
   /** The least severe line the library logs, as in `IdempotencyModule`. */
   logLevel?: IdempotencyLogLevel | false;
+  /**
+   * Per-queue settings, validated as in `IdempotencyModule` so one options object serves both; only `retention` acts
+   * here (steps run in process, one at a time per call: there is no queue to rate-limit, share out or prioritize).
+   */
+  queues?: Record<string, QueueOptions>;
 }
 
-const KNOWN_KEYS = ['http', 'workflows', 'retention', 'observability', 'logLevel'];
+
+const KNOWN_KEYS = ['http', 'workflows', 'retention', 'observability', 'logLevel', 'queues'];
 /** Settings of the module that mean nothing in process: given here, they would be silently ignored. */
 const NOT_IN_PROCESS: Record<'workflows' | 'retention', { keeps: readonly string[]; drops: readonly string[] }> = {
   workflows: {
@@ -62,6 +69,7 @@ export function resolveTestingOptions(options: IdempotencyTestingOptions = {}): 
     retention: { ...options.retention, cleanupInterval: false },
     observability: options.observability,
     logLevel: options.logLevel,
+    queues: options.queues,
   });
   if (resolved.http.transaction) {
     throw new IdempotencyConfigError([

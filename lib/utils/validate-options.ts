@@ -12,6 +12,7 @@ import { resolveOutbox } from '../outbox/outbox-options';
 import { resolveObservability } from '../observability/observability-options';
 import { resolveConsole } from '../console/console-options';
 import { resolveLogLevel } from '../observability/library-logger';
+import { resolveQueues } from '../queues/queue-options';
 
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Claims and completions are short: 20 lets first-time keys commit concurrently (bench:http: +20% over 10). */
@@ -296,6 +297,16 @@ function resolveRetention(c: Checker, value: unknown): ResolvedRetentionOptions 
   };
 }
 
+/** `queues.<name>.retention` is the queue's entry of `retention.queues`: given in both places, it must be one value. */
+function mergeQueueRetention(c: Checker, resolved: ResolvedOptions): void {
+  for (const [name, queue] of Object.entries(resolved.queues)) {
+    if (queue.retentionMs === undefined) continue;
+    const other = resolved.retention.queuesMs[name];
+    if (other !== undefined && other !== queue.retentionMs) c.fail(`queues.${name}.retention`, `retention.queues.${name} says otherwise; give the queue's retention in one place`);
+    resolved.retention.queuesMs[name] = queue.retentionMs;
+  }
+}
+
 /** Validates module options and fills in defaults; throws one IdempotencyConfigError naming every bad option. */
 export function resolveOptions(options: IdempotencyModuleOptions | undefined): ResolvedOptions {
   const c = new Checker();
@@ -313,7 +324,9 @@ export function resolveOptions(options: IdempotencyModuleOptions | undefined): R
     observability: resolveObservability(c, options.observability),
     console: resolveConsole(c, options.console),
     logLevel: resolveLogLevel(c, options.logLevel),
+    queues: resolveQueues(c, options.queues),
   };
+  mergeQueueRetention(c, resolved);
   resolved.outbox = resolveOutbox(c, options.outbox, resolved.redis !== false);
   c.rejectUnknownKeys();
   if (c.problems.length > 0) throw new IdempotencyConfigError(c.problems);

@@ -18,6 +18,7 @@ import { stepJobId, WorkflowQueues } from './workflow-queues';
 import { LongTimer, setLongTimeout } from '../utils/long-timer';
 import { TransactionalSteps } from '../transaction/transactional-steps';
 import { settleTask, startTask } from '../task/task-run';
+import { QueueSettings } from '../queues/queue-settings';
 
 /**
  * Runs step jobs: checks Postgres first (an existing checkpoint is adopted, a cancelled execution runs nothing),
@@ -37,6 +38,7 @@ export class StepWorker {
     private readonly registry: WorkflowRegistry,
     private readonly store: WorkflowStore,
     private readonly queues: WorkflowQueues,
+    private readonly queueSettings: QueueSettings,
     @Optional() private readonly transactional?: TransactionalSteps,
   ) {
     this.handBack = new JobHandBack(this.logger, options.workflows.pollIntervalMs);
@@ -50,7 +52,7 @@ export class StepWorker {
       const worker = new Worker<StepJobData, StepJobResult>(name, (job, token) => this.process(name, job, token), {
         connection: this.queues.connection(),
         prefix: this.queues.prefixOf(name),
-        concurrency: o.concurrency,
+        ...this.queueSettings.for(name, o.concurrency).worker,
         lockDuration: o.lockDurationMs,
         stalledInterval: o.stalledIntervalMs,
         maxStalledCount: 1,

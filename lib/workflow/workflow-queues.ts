@@ -6,6 +6,7 @@ import type { Cluster, ClusterOptions, Redis } from 'ioredis';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { loadPeer } from '../utils/optional-peer';
+import { queueJobDefaults } from '../queues/queue-settings';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
 import { defaultAppName, derivedQueuePrefix, queuePrefixOf } from './queue-prefix';
 import type { StepCheckpoint } from './workflow.interfaces';
@@ -141,7 +142,8 @@ export class WorkflowQueues {
     let queue = this.queues.get(name);
     if (!queue) {
       const { Queue } = loadPeer('bullmq', 'workflows (@Workflow() classes)');
-      queue = new Queue(name, { connection: this.connection(), prefix: this.prefixOf(name) });
+      // `queues.<name>.priority` applies to every job added to the queue.
+      queue = new Queue(name, { connection: this.connection(), prefix: this.prefixOf(name), defaultJobOptions: queueJobDefaults(this.options, name) });
       queue.on('error', (err) => this.logger.warn(`queue "${name}": ${err.message}`));
       this.queues.set(name, queue);
     }

@@ -12,6 +12,7 @@ import { WorkflowRegistry } from './workflow.registry';
 import { WAKE_ON_SIGNAL_DELAY_MS, WorkflowQueues } from './workflow-queues';
 import { WAKE_EARLY_MS } from './run-waits';
 import { WorkflowStore } from './storage/workflow.store';
+import { QueueSettings } from '../queues/queue-settings';
 
 /** @internal The data of a workflow-run job. */
 export interface WorkflowJobData {
@@ -38,6 +39,7 @@ export class WorkflowWorker {
     private readonly queues: WorkflowQueues,
     private readonly executor: WorkflowExecutor,
     private readonly store: WorkflowStore,
+    private readonly queueSettings: QueueSettings,
   ) {
     this.handBack = new JobHandBack(this.logger, options.workflows.pollIntervalMs);
   }
@@ -50,7 +52,7 @@ export class WorkflowWorker {
       const worker = new Worker<WorkflowJobData, string>(name, (job, token) => this.process(job, token), {
         connection: this.queues.connection(),
         prefix: this.queues.prefixOf(name),
-        concurrency: o.workflowConcurrency,
+        ...this.queueSettings.for(name, o.workflowConcurrency).worker,
         lockDuration: o.lockDurationMs,
         stalledInterval: o.stalledIntervalMs,
         // Interrupted runs are counted in Postgres (recovery_attempts); BullMQ just hands them back.

@@ -22,6 +22,10 @@ import { sleep } from '../utils/long-timer';
 import { DEFAULT_TOPIC } from './workflow.constants';
 import { WorkflowStartCache } from './workflow-start.cache';
 import { RegisteredWorkflowRetention } from './workflow-retention';
+import { ScheduleRegistrar } from '../schedule/schedule-registrar';
+import type { ScheduleInfo, ScheduleWorkflowOptions } from '../schedule/schedule.interfaces';
+import { scheduleOptionProblems } from '../schedule/catch-up';
+import { ScheduleInvalidError } from '../errors/schedule-invalid.error';
 
 /** A workflow class: an injectable with `run(input)`. */
 export type WorkflowClass<W extends { run(input: never): unknown } = { run(input: never): unknown }> = abstract new (...args: never[]) => W;
@@ -59,6 +63,7 @@ export class WorkflowClient {
     private readonly startCache: WorkflowStartCache,
     private readonly retention: RegisteredWorkflowRetention,
     private readonly waker: WorkflowWaker,
+    private readonly schedules: ScheduleRegistrar,
   ) {}
 
   /**
@@ -252,6 +257,37 @@ export class WorkflowClient {
     } finally {
       unsubscribe?.();
     }
+  }
+
+  /**
+   * Runs a workflow on a cron schedule from now on, or replaces the schedule of that name (default: the workflow's
+   * name). Each occurrence starts with id `<name>@<scheduled time ISO>` and input `{ scheduledAt }`; the schedule is
+   * stored in Postgres, so it survives restarts and missed occurrences follow `catchUp`. Throws ScheduleInvalidError.
+   */
+  async schedule(workflow: WorkflowClass | string, cron: string, options: ScheduleWorkflowOptions = {}): Promise<ScheduleInfo> {
+    const registered = this.registry.get(workflow);
+    const name = options.name ?? registered.name;
+    const problems = scheduleOptionProblems(options, ['name', 'timezone', 'catchUp']);
+    if (problems.length > 0) throw new ScheduleInvalidError(name, problems);
+    return this.schedules.schedule({
+      name,
+      kind: 'workflow',
+      target: registered.name,
+      cron,
+      ...(options.timezone === undefined ? {} : { timezone: options.timezone }),
+      catchUp: options.catchUp ?? 'latest',
+      source: 'runtime',
+    });
+  }
+
+  /** A schedule by name (from a decorator or added at runtime) with its next occurrence and that occurrence's workflow id; undefined when there is none. */
+  async getSchedule(name: string): Promise<ScheduleInfo | undefined> {
+    return this.schedules.get(name);
+  }
+
+  /** Removes a schedule by name (its stored row and BullMQ job scheduler); false when there was none. Started occurrences keep running. */
+  async unschedule(name: string): Promise<boolean> {
+    return this.schedules.unschedule(name);
   }
 
   /** Executions, newest first, filtered by status and workflow. */

@@ -6,6 +6,7 @@ import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { checkStepOptions, checkWorkflowOptions } from './workflow-definition.validator';
 import { TransactionalSteps } from '../transaction/transactional-steps';
+import { QueueSettings } from '../queues/queue-settings';
 import { WorkflowExecutor } from './workflow.executor';
 import { WorkflowMetadataAccessor } from './workflow-metadata.accessor';
 import { RegisteredStep, RegisteredWorkflow, WorkflowRegistry } from './workflow.registry';
@@ -24,6 +25,7 @@ export class WorkflowExplorer implements OnModuleInit {
     private readonly metadata: WorkflowMetadataAccessor,
     private readonly registry: WorkflowRegistry,
     private readonly executor: WorkflowExecutor,
+    private readonly queueSettings: QueueSettings,
     @Optional() private readonly transactionalSteps?: TransactionalSteps,
   ) {}
 
@@ -48,6 +50,7 @@ export class WorkflowExplorer implements OnModuleInit {
       this.wrapSteps(workflow);
       this.registry.add(workflow);
     }
+    this.queueSettings.declare([...this.registry.workflowQueues(), ...this.registry.stepQueues()]);
   }
 
   private inspect(

@@ -7,6 +7,7 @@ import { WorkflowReconciler } from './workflow.reconciler';
 import { WorkflowRegistry } from './workflow.registry';
 import { WorkflowQueues } from './workflow-queues';
 import { WorkflowWorker } from './workflow-worker';
+import { QueueSettings } from '../queues/queue-settings';
 
 /**
  * Starts and stops the workflow machinery in order. Nothing starts when no workflow is registered. On shutdown,
@@ -23,9 +24,12 @@ export class WorkflowOrchestrator implements OnApplicationBootstrap, BeforeAppli
     private readonly stepWorker: StepWorker,
     private readonly workflowWorker: WorkflowWorker,
     private readonly reconciler: WorkflowReconciler,
+    private readonly queueSettings: QueueSettings,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
+    // Every explorer declared its queues at module init: a `queues` entry nobody uses is a typo.
+    this.queueSettings.assertKnown();
     if (this.registry.isEmpty) return;
     await this.queues.init();
     await this.queues.listen([...this.registry.stepQueues(), ...this.registry.workflowQueues()]);

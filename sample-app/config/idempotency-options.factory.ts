@@ -97,5 +97,8 @@ export function idempotencyOptionsFromEnv(config: ConfigService): IdempotencyMod
       deliveryTimeout: env('OUTBOX_DELIVERY_TIMEOUT'),
       retention: env('OUTBOX_RETENTION'),
     }),
+    // The orders' charge step calls the payment provider on the `stripe` queue (the orders need Redis): at most
+    // STRIPE_RATE_LIMIT calls across all instances, STRIPE_CONCURRENCY at once per instance.
+    ...(redisUrl ? { queues: { stripe: compact({ rateLimit: env('STRIPE_RATE_LIMIT') ?? '100/s', concurrency: int(env('STRIPE_CONCURRENCY')) }) } } : {}),
   };
 }

@@ -56,7 +56,8 @@ export class ProcessOrderWorkflow {
     return { orderId: input.orderId, chargeId, paymentEventId: confirmation.eventId, ...shipment };
   }
 
-  @Step({ attempts: 3, backoff: { type: 'exponential', delay: 200 } })
+  // The payment provider's calls go through the `stripe` queue, whose rate limit (module option `queues.stripe`) holds across all instances.
+  @Step({ queue: 'stripe', attempts: 3, backoff: { type: 'exponential', delay: 200 } })
   async charge(orderId: string, amount: number): Promise<string> {
     return this.effects.runStep('charge', 'order_charges', orderId, { amount });
   }

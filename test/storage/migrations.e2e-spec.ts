@@ -13,7 +13,7 @@ import { databaseUrl, sql, uniqueSchema } from '../support/test-app';
 const ROOT = join(__dirname, '..', '..');
 const ALL = IDEMPOTENCY_MIGRATION_CLASSES.map((m) => m.name);
 const PREVIOUS_RELEASE = IDEMPOTENCY_MIGRATION_CLASSES.slice(0, 3);
-const TABLES = ['idempotency_records', 'inbox_messages', 'workflow_executions', 'workflow_steps', 'idempotency_locks', 'outbox_messages'];
+const TABLES = ['idempotency_records', 'inbox_messages', 'workflow_executions', 'workflow_steps', 'idempotency_locks', 'outbox_messages', 'idempotency_schedules'];
 
 let runs = 0;
 @Controller()
@@ -257,7 +257,7 @@ describe('migrations: the CLI (npx nestjs-idempotency migrate), as a real proces
     await previousRelease(previous);
     expect((await cli(['migrate', '--check', '--schema', previous], { DATABASE_URL: databaseUrl() })).code).toBe(1);
     expect(await cli(['migrate', '--schema', previous], { DATABASE_URL: databaseUrl() }))
-      .toMatchObject({ code: 0, stdout: `applied to schema "${previous}": StepJournal1764000100000, AddWorkflowResultWaiters1764000200000, CreateIdempotencyLocks1764000500000, CreateOutboxMessages1764000800000, WorkflowWaits1764001400000, WorkflowWaitCalls1764001400100, AddOutboxUnkeyedIndex1764001500000, TaskExecutions1764001700000\n` });
+      .toMatchObject({ code: 0, stdout: `applied to schema "${previous}": StepJournal1764000100000, AddWorkflowResultWaiters1764000200000, CreateIdempotencyLocks1764000500000, CreateOutboxMessages1764000800000, WorkflowWaits1764001400000, WorkflowWaitCalls1764001400100, AddOutboxUnkeyedIndex1764001500000, TaskExecutions1764001700000, CreateSchedules1764001800000\n` });
     expect(await tables(previous)).toEqual([...TABLES].sort());
   });
 

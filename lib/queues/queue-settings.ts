@@ -1,0 +1,66 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { IdempotencyConfigError } from '../errors/idempotency-config.error';
+import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
+import type { ResolvedOptions } from '../interfaces/resolved-options';
+
+/** What a worker creator applies to one queue (see {@link QueueSettings.for}). */
+export interface QueueRuntimeSettings {
+  /** BullMQ Worker options: `concurrency` (per instance) and, with a `rateLimit`, the queue-wide `limiter`. */
+  worker: { concurrency: number; limiter?: { max: number; duration: number } };
+  /** BullMQ job options for every job added to the queue (its `priority`, when set). */
+  job: { priority?: number };
+  /** Retention of finished executions on this queue (ms), when the queue sets one. */
+  retentionMs?: number;
+}
+
+/** The BullMQ default job options of a queue: what `Queue.add` applies to every job of it. */
+export function queueJobDefaults(options: Pick<ResolvedOptions, 'queues'>, queue: string): { priority?: number } {
+  const priority = options.queues?.[queue]?.priority;
+  return priority === undefined ? {} : { priority };
+}
+
+/**
+ * The per-queue settings of the `queues` module option, for every kind of queue: workflow and step queues here,
+ * task queues by registering theirs. Each worker creator calls `for(queue, defaultConcurrency)`; each owner of
+ * queues calls `declare(...)` at module init, and `assertKnown()` at bootstrap refuses names nobody declared.
+ */
+@Injectable()
+export class QueueSettings {
+  private readonly known = new Set<string>();
+
+  constructor(@Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions) {}
+
+  /** The settings to apply to a queue; `defaultConcurrency` is used unless the queue sets its own. */
+  for(queue: string, defaultConcurrency: number): QueueRuntimeSettings {
+    const q = this.options.queues?.[queue] ?? {};
+    return {
+      worker: {
+        concurrency: q.concurrency ?? defaultConcurrency,
+        ...(q.rateLimit ? { limiter: { max: q.rateLimit.max, duration: q.rateLimit.durationMs } } : {}),
+      },
+      job: queueJobDefaults(this.options, queue),
+      ...(q.retentionMs === undefined ? {} : { retentionMs: q.retentionMs }),
+    };
+  }
+
+  /** Retention (ms) of finished executions on a queue, when `queues.<name>.retention` or `retention.queues.<name>` sets one. */
+  retentionOf(queue: string): number | undefined {
+    return this.options.retention.queuesMs[queue];
+  }
+
+  /** Records queue names that this application uses (workflow, step and task queues), for {@link assertKnown}. */
+  declare(names: Iterable<string>): void {
+    for (const name of names) this.known.add(name);
+  }
+
+  /** Throws IdempotencyConfigError when `queues` names a queue that no workflow, step or task uses. */
+  assertKnown(): void {
+    const unknown = Object.keys(this.options.queues ?? {}).filter((name) => !this.known.has(name));
+    if (unknown.length === 0) return;
+    const known = [...this.known].sort();
+    const list = known.length > 0 ? `known queues: ${known.map((n) => `"${n}"`).join(', ')}` : 'no workflow, step or task of this application uses a queue';
+    throw new IdempotencyConfigError(
+      unknown.map((name) => `queues.${name}: no workflow, step or task uses queue "${name}" (${list}); fix the name or remove the entry`),
+    );
+  }
+}

@@ -1,0 +1,8 @@
+import type { Provider } from '@nestjs/common';
+import { ScheduleMetadataAccessor } from './schedule-metadata.accessor';
+import { ScheduleOrchestrator } from './schedule.orchestrator';
+import { ScheduleRegistrar } from './schedule-registrar';
+import { WorkflowSchedules } from './workflow-schedules';
+
+/** Schedules: the registrar (any kind), the workflow kind with `@Scheduled()` discovery, and the orchestrator. */
+export const scheduleProviders: Provider[] = [ScheduleMetadataAccessor, ScheduleRegistrar, WorkflowSchedules, ScheduleOrchestrator];

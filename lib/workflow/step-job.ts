@@ -15,6 +15,12 @@ export interface StepJobData {
   argsHash?: string;
   /** The trace context of the run that called the step (W3C `traceparent`), when traces are on. */
   trace?: TraceCarrier;
+  /**
+   * Set by the first run of an execution for a position it found without a checkpoint, as long as no other run of the
+   * execution has shown itself: no job of this id can have run before this one, so its first start skips the
+   * Postgres read before the step (a job started again after a stall reads, as every other job does).
+   */
+  fresh?: boolean;
 }
 
 /**

@@ -39,9 +39,10 @@ describe('workflows: Postgres statements per step', () => {
     await app?.close();
   });
 
-  it('the first run of an execution checkpoints each step in one statement: no read before the step', async () => {
+  it('the first run of an execution checkpoints each step in one statement: no read before the step; result() only reads', async () => {
     const reads = jest.spyOn(store, 'stepState');
     const writes = jest.spyOn(store, 'checkpoint');
+    const watches = jest.spyOn(store, 'watch');
     try {
       const handle = await client.start(ThreeAdds, { n: 10, id: 'plain' }, { workflowId: `adds-${randomUUID()}` });
       expect(await handle.result({ timeout: '20s' })).toBe(16);
@@ -49,9 +50,12 @@ describe('workflows: Postgres statements per step', () => {
       expect(mine(reads.mock.calls)).toBe(0);
       expect(mine(writes.mock.calls)).toBe(3);
       expect((await client.steps(handle.executionId)).map((c) => c.result)).toEqual([11, 13, 16]);
+      // result() registers itself (two writes) only under retention "0"; here it reads.
+      expect(mine(watches.mock.calls)).toBe(0);
     } finally {
       reads.mockRestore();
       writes.mockRestore();
+      watches.mockRestore();
     }
   });
 

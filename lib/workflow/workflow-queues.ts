@@ -12,8 +12,8 @@ import type { CheckpointedExecution } from './storage/workflow.store';
 
 /**
  * What a waiter hears about a job: its checkpoint (with the execution as the write saw it), handed over in this
- * process; that it finished (read Postgres:
- * job events never carry results); or that something happened worth checking (a failed attempt, a removal).
+ * process; that it finished (read Postgres: job events never carry results); or that something happened worth
+ * checking (a failed attempt, a removal).
  */
 export type JobSignal =
   | { kind: 'checkpoint'; checkpoint: StepCheckpoint; execution?: CheckpointedExecution }

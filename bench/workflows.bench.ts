@@ -1,7 +1,8 @@
 // Durable-workflow benchmark: `npm run bench:workflows` (scripts/run-bench.js provides DATABASE_URL and REDIS_URL).
 // One process, one run:
 //   ours: 10-step workflows (trivial steps) at 1, 10 and 100 concurrent workflows → steps/s and the per-step
-//         overhead (time from the step call in run() to its checkpointed result, p50/p99);
+//         overhead (time from the step call in run() to its checkpointed result, p50/p99), and per step the Postgres
+//         statements, Redis commands and CPU time of this process (bench/round-trip-counter.ts);
 //   peer: DBOS Transact (@dbos-inc/dbos-sdk) running the same workflows at the same concurrencies in a process
 //         of its own, its system database on the same Postgres server (BENCH_DBOS=0 leaves it out);
 //   baselines on the same Redis and Postgres: raw BullMQ trivial jobs/s (worker concurrency 50), raw single-row
@@ -24,6 +25,7 @@ import { currentTransaction, IdempotencyModule, Step, Workflow, WorkflowClient }
 import { deleteRedisKeys, runBench } from './bench-support';
 import type { DbosPeerConfig, DbosPeerRow } from './workflows-dbos.peer';
 import { keepInFlight, percentile, STEPS } from './workflow-bench-support';
+import { installRoundTripCounter, perUnit, readCounts } from './round-trip-counter';
 import { waitCases } from './workflow-waits.bench-cases';
 import { taskCases } from './workflow-tasks.bench-cases';
 
@@ -130,18 +132,22 @@ interface Row {
   perSec: number;
   p50?: number;
   p99?: number;
+  /** Per step, in this process: Postgres statements, Redis commands, CPU µs (the counts do not depend on load, unlike perSec). */
+  cost?: { postgres: number; redis: number; cpuMicros: number };
 }
 
 async function ours(client: WorkflowClient, concurrency: number, workflows: number): Promise<Row> {
   // Warm-up at this concurrency (connections, prepared statements on each pooled connection, JIT), not measured.
   await keepInFlight(Math.max(concurrency * 2, 20), concurrency, async (i) => (await client.start(TenSteps, { n: i })).result());
   overheads.length = 0;
+  const before = readCounts();
   const ms = await keepInFlight(workflows, concurrency, async (i) => (await client.start(TenSteps, { n: i })).result());
   return {
     label: `ours: 10-step workflows, ${concurrency} concurrent (${workflows} workflows)`,
     perSec: (workflows * STEPS) / (ms / 1000),
     p50: percentile(overheads, 50),
     p99: percentile(overheads, 99),
+    cost: perUnit(before, workflows * STEPS),
   };
 }
 
@@ -246,6 +252,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }, 10 * 60_000);
   watchdog.unref();
+  installRoundTripCounter();
   const app = await NestFactory.createApplicationContext(BenchModule, { logger: ['warn', 'error'] });
   app.enableShutdownHooks();
   const client = app.get(WorkflowClient);
@@ -280,6 +287,10 @@ async function main(): Promise<void> {
     }
     for (const b of [b1, b2, b3]) out(`| ${b.label} | ${fmt(b.perSec)} jobs/s | | | | | |`);
     out(`| ${rt.label} | | ${fmt(rt.p50, 2)} | ${fmt(rt.p99, 2)} | | | |`);
+    out('');
+    out('| per step, this process (counts do not depend on load) | Postgres statements | Redis commands | CPU (µs) |');
+    out('|---|---:|---:|---:|');
+    for (const r of rows) if (r.cost) out(`| ${r.label} | ${fmt(r.cost.postgres, 2)} | ${fmt(r.cost.redis, 2)} | ${fmt(r.cost.cpuMicros)} |`);
     out('');
     out('| waiting (issue 11) | p50 (ms) | p99 (ms) |');
     out('|---|---:|---:|');

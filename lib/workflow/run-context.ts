@@ -35,6 +35,8 @@ export interface RunContext {
   registeredWaits: Map<number, RegisteredWait>;
   /** The durable waits (sleep, recv, a child's result) this run is in, by position. */
   waits: Map<number, RunWait>;
+  /** Step jobs of this run may skip the read before the step (see `StepJobData.fresh`). */
+  fresh: boolean;
   /** An idle check is scheduled (see `scheduleIdleCheck`). */
   idleCheckScheduled?: boolean;
 }

@@ -17,6 +17,12 @@ export interface StepJobData {
   trace?: TraceCarrier;
   /** A task enqueued by `TaskClient`: the step is its execution's only one, and its outcome finishes the execution (lib/task). */
   task?: true;
+  /**
+   * Set by the first run of an execution for a position it found without a checkpoint, as long as no other run of the
+   * execution has shown itself: no job of this id can have run before this one, so its first start skips the
+   * Postgres read before the step (a job started again after a stall reads, as every other job does).
+   */
+  fresh?: boolean;
 }
 
 /**

@@ -11,8 +11,8 @@ import { runStorage } from './run-context';
 import { serializeError } from './serialize-error';
 import { stepStorage } from './step-context';
 import { StepJobData, StepJobResult } from './step-job';
-import { StepOutcome, WorkflowStore } from './storage/workflow.store';
-import type { StepContext } from './workflow.interfaces';
+import { CheckpointedExecution, StepOutcome, WorkflowStore } from './storage/workflow.store';
+import type { StepCheckpoint, StepContext } from './workflow.interfaces';
 import { RegisteredStep, WorkflowRegistry } from './workflow.registry';
 import { stepJobId, WorkflowQueues } from './workflow-queues';
 import { LongTimer, setLongTimeout } from '../utils/long-timer';
@@ -91,10 +91,13 @@ export class StepWorker {
     const key = `${queue}\u0000${jobId}`;
     this.inFlight.add(key);
     try {
-      const state = await this.store.stepState(data.executionId, data.position);
-      let checkpoint = state.checkpoint;
+      // A fresh job's first start cannot find a checkpoint (see StepJobData.fresh): its run learns of a cancellation
+      // from the previous step's checkpoint. Any other start asks Postgres first.
+      const state = isFirstStart(job) && !step.transaction ? undefined : await this.store.stepState(data.executionId, data.position);
+      let checkpoint = state?.checkpoint ?? null;
+      let execution: CheckpointedExecution | undefined;
       if (!checkpoint) {
-        if (state.status !== 'running' && state.status !== 'pending') {
+        if (state && state.status !== 'running' && state.status !== 'pending') {
           this.queues.notify(queue, jobId, { kind: 'finished' });
           return { kind: 'stopped', status: state.status };
         }
@@ -104,13 +107,14 @@ export class StepWorker {
         const write = (outcome: StepOutcome) => this.store.checkpoint(data.executionId, data.position, step.name, outcome, attempt, data.argsHash ?? null);
         const run = () => this.observer.stepAttempt({ ...data, stepName: step.name, attempt }, () => this.attempt(step, instance, data, attempt));
         // @Step({ transaction: true }): the step's writes and its checkpoint commit together (the explorer checked `transactional` exists)
-        ({ checkpoint } = step.transaction && this.transactional
+        const written: { checkpoint: StepCheckpoint; execution?: CheckpointedExecution } = step.transaction && this.transactional
           ? await this.transactional.run(step.transaction.isolation, { executionId: data.executionId, position: data.position, name: step.name, attempts: attempt, argsHash: data.argsHash ?? null }, run, write)
-          : await write(await run()));
+          : await write(await run());
+        ({ checkpoint, execution } = written);
       }
       if (this.registry.find(data.owner)?.task) await settleTask(this.store, data, checkpoint);
       // The outcome goes to a waiter in this process directly; BullMQ only learns that it is in Postgres.
-      this.queues.notify(queue, jobId, { kind: 'checkpoint', checkpoint });
+      this.queues.notify(queue, jobId, { kind: 'checkpoint', checkpoint, execution });
       return { kind: 'checkpointed', position: data.position };
     } finally {
       this.inFlight.delete(key);
@@ -160,6 +164,11 @@ export class StepWorker {
       }),
     ]).finally(() => timer?.clear());
   }
+}
+
+/** The first start of a fresh job (BullMQ counts starts; a job started again after a stall or a retry is not). */
+function isFirstStart(job: Pick<Job<StepJobData, StepJobResult>, 'data' | 'attemptsMade'> & { attemptsStarted?: number }): boolean {
+  return job.data.fresh === true && job.attemptsMade === 0 && job.attemptsStarted === 1;
 }
 
 /** BullMQ does not retry an error named `UnrecoverableError` (its own class or not): no bullmq import needed. */

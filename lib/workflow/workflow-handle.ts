@@ -49,8 +49,8 @@ export class WorkflowHandle<R = unknown> {
   /**
    * Waits for the execution to finish and returns its result; throws WorkflowFailedError, WorkflowCancelledError or
    * WorkflowTimeoutError for the other final statuses. A completed execution answers at once with its stored result.
-   * A call that began before the execution finished always gets its outcome, even under retention "0": the call is
-   * registered in Postgres while it waits, and the execution is removed only once every waiter has read it.
+   * A call that began before the execution finished always gets its outcome, even under retention "0": there the call
+   * is registered in Postgres while it waits, and the execution is removed only once every waiter has read it.
    * The wait is woken by the workflow job's events; between them each poll asks Redis whether the job is still live
    * and reads Postgres only when it is not, or every POSTGRES_FALLBACK_POLLS polls.
    */
@@ -68,7 +68,8 @@ export class WorkflowHandle<R = unknown> {
     });
     let watching = false;
     try {
-      const watched = await this.store.watch(this.executionId);
+      // Only retention "0" needs the registration (two writes); otherwise the execution is read.
+      const watched = this.dropWhenRead ? await this.store.watch(this.executionId) : await this.unwatched();
       if (!watched) throw this.notFound();
       watching = watched.watching;
       let execution = watched.execution;
@@ -93,6 +94,11 @@ export class WorkflowHandle<R = unknown> {
       // A failed unwatch leaves the count high: retention cleanup removes such an execution an hour after it finished.
       if (watching) await this.store.unwatch(this.executionId, this.dropWhenRead).catch(() => undefined);
     }
+  }
+
+  private async unwatched(): Promise<{ execution: WorkflowExecution; watching: false } | null> {
+    const execution = await this.store.get(this.executionId);
+    return execution && { execution, watching: false };
   }
 
   private notFound(): WorkflowNotFoundError {

@@ -10,12 +10,17 @@ import { queueJobDefaults } from '../queues/queue-settings';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
 import { defaultAppName, derivedQueuePrefix, queuePrefixOf } from './queue-prefix';
 import type { StepCheckpoint } from './workflow.interfaces';
+import type { CheckpointedExecution } from './storage/workflow.store';
 
 /**
- * What a waiter hears about a job: its checkpoint, handed over in this process; that it finished (read Postgres:
- * job events never carry results); or that something happened worth checking (a failed attempt, a removal).
+ * What a waiter hears about a job: its checkpoint (with the execution as the write saw it), handed over in this
+ * process; that it finished (read Postgres: job events never carry results); or that something happened worth
+ * checking (a failed attempt, a removal).
  */
-export type JobSignal = { kind: 'checkpoint'; checkpoint: StepCheckpoint } | { kind: 'finished' } | { kind: 'check' };
+export type JobSignal =
+  | { kind: 'checkpoint'; checkpoint: StepCheckpoint; execution?: CheckpointedExecution }
+  | { kind: 'finished' }
+  | { kind: 'check' };
 
 /** Job states in which a job will still run (or is running) without anyone's help. */
 export const LIVE_JOB_STATES: ReadonlySet<string> = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);

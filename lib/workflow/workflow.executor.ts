@@ -20,7 +20,7 @@ import { serializeError } from './serialize-error';
 import { stepStorage } from './step-context';
 import { StepJobData } from './step-job';
 import { StepWorker } from './step-worker';
-import { RecordedStep, RegisteredWait, RunEnd, WorkflowStore } from './storage/workflow.store';
+import { CheckpointedExecution, RecordedStep, RegisteredWait, RunEnd, WorkflowStore } from './storage/workflow.store';
 import type { StepCheckpoint } from './workflow.interfaces';
 import { RegisteredStep, WorkflowRegistry } from './workflow.registry';
 import { JobSignal, LIVE_JOB_STATES, POSTGRES_FALLBACK_POLLS, stepJobId, wakeJobKey, workflowJobId, WorkflowQueues } from './workflow-queues';
@@ -79,6 +79,7 @@ export class WorkflowExecutor {
     }
     const run: RunContext = {
       execution, workflow, journal: this.journal(executionId, begun.recorded, () => run), abort: new AbortController(), calls: this.calls, busy: 0, waits: new Map(), registeredWaits: begun.waits ?? new Map<number, RegisteredWait>(),
+      fresh: begun.firstRun === true,
     };
     this.active.add(run);
     // A message sent, or a child finished, in this process: the run's waits check again at once.
@@ -240,6 +241,7 @@ export class WorkflowExecutor {
       args,
       argsHash,
       trace: this.observer.carrier(),
+      ...(run.fresh ? { fresh: true } : {}),
     };
     let signal: JobSignal | undefined;
     let wake: (() => void) | undefined;
@@ -268,7 +270,7 @@ export class WorkflowExecutor {
         if (run.stopped) throw run.stopped;
         const heard = signal;
         signal = undefined;
-        if (heard?.kind === 'checkpoint') return heard.checkpoint;
+        if (heard?.kind === 'checkpoint') return this.checkpointHeard(run, heard.checkpoint, heard.execution);
         const fallback = heard === undefined && ++polls % POSTGRES_FALLBACK_POLLS === 0;
         if (added && heard?.kind !== 'finished' && !fallback) {
           if (this.steps.isRunningHere(step.queue, jobId) || (await this.queues.isLive(step.queue, jobId))) continue;
@@ -293,6 +295,8 @@ export class WorkflowExecutor {
         const jobState = await queue.getJobState(jobId).catch(() => 'unreachable');
         if (jobState === 'unreachable' || LIVE_JOB_STATES.has(jobState) || this.steps.isRunningHere(step.queue, jobId)) continue;
         // The job is gone (Redis flushed, job failed without a checkpoint): add it again, a bounded number of times.
+        // A job added again is never fresh: the lost one may have run.
+        delete data.fresh;
         if (++readds > this.options.workflows.maxRecoveryAttempts) {
           const lost = new Error(`the job of step "${step.name}" (#${position}) was lost ${readds - 1} times`);
           lost.name = 'StepJobLostError';
@@ -307,6 +311,25 @@ export class WorkflowExecutor {
       unsubscribe();
       run.abort.signal.removeEventListener('abort', onAbort);
     }
+  }
+
+  /**
+   * A checkpoint handed over by the step worker, with the execution as its write saw it. Another run of the execution
+   * (a recovery) makes this run's later step jobs read Postgres before they start; a cancelled or finished execution
+   * stops the run here, so that no further step is added (the step worker does not read before a fresh job).
+   */
+  private checkpointHeard(run: RunContext, checkpoint: StepCheckpoint, execution: CheckpointedExecution | undefined): StepCheckpoint {
+    if (!execution) {
+      run.fresh = false; // a step worker of an older version: no news of the execution
+      return checkpoint;
+    }
+    if (execution.recoveryAttempts !== run.execution.recoveryAttempts) run.fresh = false;
+    if (execution.status === 'running' || execution.status === 'pending') return checkpoint;
+    const stop = execution.status === 'cancelled'
+      ? new RunStopped('cancelled', new WorkflowCancelledError(run.execution.executionId))
+      : new RunStopped(execution.status === 'timed_out' ? 'timed_out' : 'finished');
+    stopRun(run, stop);
+    throw stop;
   }
 
   private async addStepJob(queue: Queue, step: RegisteredStep, jobId: string, data: StepJobData): Promise<boolean> {

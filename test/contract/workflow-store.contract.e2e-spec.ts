@@ -42,11 +42,15 @@ describe.each(IMPLEMENTATIONS)('WorkflowStore contract: $name', (implementation)
     const a = newExecution();
     await s.workflows.insert(a);
     const begun = await s.workflows.begin(a.executionId, 1);
-    expect(begun).toMatchObject({ kind: 'run', execution: { status: 'running', recoveryAttempts: 0 }, recorded: [] });
+    expect(begun).toMatchObject({ kind: 'run', execution: { status: 'running', recoveryAttempts: 0 }, recorded: [], firstRun: true });
 
-    await s.workflows.checkpoint(a.executionId, 0, 'charge', { status: 'completed', result: 'ch_1' }, 1, 'h-charge');
+    // The checkpoint tells the run what it saw of the execution: a run compares the recovery count with its own.
+    expect(await s.workflows.checkpoint(a.executionId, 0, 'charge', { status: 'completed', result: 'ch_1' }, 1, 'h-charge'))
+      .toMatchObject({ written: true, execution: { status: 'running', recoveryAttempts: 0 } });
     const replay = await s.workflows.begin(a.executionId, 1);
-    expect(replay).toMatchObject({ kind: 'run', execution: { recoveryAttempts: 1 }, recorded: [{ position: 0, name: 'charge', result: 'ch_1', sequence: 0, argsHash: 'h-charge' }] });
+    expect(replay).toMatchObject({ kind: 'run', execution: { recoveryAttempts: 1 }, recorded: [{ position: 0, name: 'charge', result: 'ch_1', sequence: 0, argsHash: 'h-charge' }], firstRun: false });
+    expect(await s.workflows.checkpoint(a.executionId, 0, 'charge', { status: 'completed', result: 'other' }, 1, 'h-charge'))
+      .toMatchObject({ written: false, checkpoint: { result: 'ch_1' }, execution: { status: 'running', recoveryAttempts: 1 } });
 
     const exhausted = await s.workflows.begin(a.executionId, 1);
     expect(exhausted).toMatchObject({ kind: 'skip', execution: { status: 'failed', error: { name: 'RecoveryAttemptsExhaustedError' } } });
@@ -101,7 +105,7 @@ describe.each(IMPLEMENTATIONS)('WorkflowStore contract: $name', (implementation)
 
     const resumed = await s.workflows.resume(a.executionId);
     expect(resumed).toMatchObject({ execution: { status: 'pending', recoveryAttempts: 0 }, retried: [] });
-    await s.workflows.begin(a.executionId, 10);
+    expect(await s.workflows.begin(a.executionId, 10)).toMatchObject({ kind: 'run', firstRun: false });
     await s.workflows.checkpoint(a.executionId, 1, 'ship', { status: 'failed', error: FAILURE }, 3, null);
     await s.workflows.finish(a.executionId, 'failed', { error: FAILURE });
 
@@ -109,6 +113,15 @@ describe.each(IMPLEMENTATIONS)('WorkflowStore contract: $name', (implementation)
     expect(again?.retried.map((c) => [c.position, c.name])).toEqual([[1, 'ship']]);
     expect((await s.workflows.steps(a.executionId)).map((c) => c.name)).toEqual(['charge']);
     expect(await s.workflows.resume(a.executionId)).toBeNull();
+  });
+
+  it('checkpoint after cancel: the step that was running still checkpoints, and learns of the cancellation from it', async () => {
+    const a = newExecution();
+    await s.workflows.insert(a);
+    await s.workflows.begin(a.executionId, 10);
+    await s.workflows.cancel(a.workflowId);
+    expect(await s.workflows.checkpoint(a.executionId, 0, 'running', { status: 'completed', result: 'r' }, 1, null))
+      .toMatchObject({ written: true, checkpoint: { result: 'r' }, execution: { status: 'cancelled', recoveryAttempts: 0 } });
   });
 
   it('journal: sequence numbers follow recording order, not positions; resume re-runs the failures that ended the run and keeps their numbers', async () => {

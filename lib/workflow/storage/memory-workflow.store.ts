@@ -3,10 +3,10 @@ import { jsonCopy } from '../../storage/memory/memory-support';
 import { RELEASED_WORKFLOW_STATUSES } from '../workflow.interfaces';
 import type { ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
 import {
-  BeginOutcome, EventRead, ExecutionActivity, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore, RegisteredWait,
+  BeginOutcome, CheckpointedExecution, EventRead, ExecutionActivity, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore, RegisteredWait,
 } from './workflow.store';
 
-type StoredExecution = WorkflowExecution & { inputHash: string; sequence: number; nextStepSeq: number; runEnd: RunEnd | null; wakeRequested: boolean };
+type StoredExecution = WorkflowExecution & { inputHash: string; sequence: number; nextStepSeq: number; runEnd: RunEnd | null; wakeRequested: boolean; started?: boolean };
 
 interface StoredMessage {
   seq: number;
@@ -74,6 +74,8 @@ export class MemoryWorkflowStore extends WorkflowStore {
     const execution = this.executions.get(executionId);
     if (!execution || !UNFINISHED.includes(execution.status)) return { kind: 'skip', execution: await this.get(executionId) };
     if (execution.status === 'running') execution.recoveryAttempts++;
+    const firstRun = !execution.started;
+    execution.started = true;
     execution.status = 'running';
     execution.suspendedUntil = null;
     execution.wakeRequested = false;
@@ -83,7 +85,7 @@ export class MemoryWorkflowStore extends WorkflowStore {
       return { kind: 'skip', execution: view(execution) };
     }
     const recorded = [...(this.checkpoints.get(executionId)?.values() ?? [])].sort((a, b) => a.sequence - b.sequence);
-    return { kind: 'run', execution: view(execution), recorded: recorded.map(jsonCopyCheckpoint), waits: new Map(this.waits.get(executionId)) };
+    return { kind: 'run', execution: view(execution), recorded: recorded.map(jsonCopyCheckpoint), waits: new Map(this.waits.get(executionId)), firstRun };
   }
 
   finish(
@@ -138,18 +140,19 @@ export class MemoryWorkflowStore extends WorkflowStore {
     outcome: StepOutcome,
     attempts: number,
     argsHash: string | null,
-  ): Promise<{ written: boolean; checkpoint: StepCheckpoint }> {
+  ): Promise<{ written: boolean; checkpoint: StepCheckpoint; execution: CheckpointedExecution }> {
     const execution = this.executions.get(executionId);
     if (!execution) {
       return Promise.reject(new Error(`checkpoint of step "${name}" (#${position}): execution ${executionId} does not exist`));
     }
+    const seen = { status: execution.status, recoveryAttempts: execution.recoveryAttempts };
     let steps = this.checkpoints.get(executionId);
     if (!steps) {
       steps = new Map<number, RecordedStep>();
       this.checkpoints.set(executionId, steps);
     }
     const existing = steps.get(position);
-    if (existing && isCheckpoint(existing)) return Promise.resolve({ written: false, checkpoint: jsonCopyCheckpoint(existing) });
+    if (existing && isCheckpoint(existing)) return Promise.resolve({ written: false, checkpoint: jsonCopyCheckpoint(existing), execution: seen });
     const checkpoint: StepCheckpoint = {
       position,
       name,
@@ -163,7 +166,7 @@ export class MemoryWorkflowStore extends WorkflowStore {
       argsHash,
     };
     steps.set(position, checkpoint);
-    return Promise.resolve({ written: true, checkpoint: jsonCopyCheckpoint(checkpoint) });
+    return Promise.resolve({ written: true, checkpoint: jsonCopyCheckpoint(checkpoint), execution: seen });
   }
 
   recordedBetween(executionId: string, from: number, to: number): Promise<RecordedStep[]> {
@@ -470,8 +473,9 @@ export class MemoryWorkflowStore extends WorkflowStore {
 
 /** A copy the caller may change without touching the store (dates stay dates). */
 function view(execution: StoredExecution): WorkflowExecution & { inputHash: string } {
-  const rest: WorkflowExecution & { inputHash: string; sequence?: number; nextStepSeq?: number; runEnd?: RunEnd | null; wakeRequested?: boolean } = { ...execution };
+  const rest: WorkflowExecution & { inputHash: string; sequence?: number; nextStepSeq?: number; runEnd?: RunEnd | null; wakeRequested?: boolean; started?: boolean } = { ...execution };
   delete rest.sequence;
+  delete rest.started;
   delete rest.nextStepSeq;
   delete rest.runEnd;
   delete rest.wakeRequested;

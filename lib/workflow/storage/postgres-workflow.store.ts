@@ -4,7 +4,7 @@ import type { StoredError } from '../../errors/workflow-failed.error';
 import type { ExecutionKind, ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
 import { retryTransient } from './transient';
 import {
-  BeginOutcome, EventRead, ExecutionActivity, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore, RegisteredWait,
+  BeginOutcome, CheckpointedExecution, EventRead, ExecutionActivity, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore, RegisteredWait,
 } from './workflow.store';
 import { WorkflowSql, workflowSql } from './workflow.sql';
 import { EVENTS_TABLE, MESSAGES_TABLE, STEPS_TABLE, WAITS_TABLE } from './workflow.sql';
@@ -139,7 +139,7 @@ export class PostgresWorkflowStore extends WorkflowStore {
   }
 
   async begin(executionId: string, maxRecoveries: number): Promise<BeginOutcome> {
-    const rows = await this.query<ExecutionRow & { steps: StepRow[]; waits: Record<string, { kind: WaitKind; argsHash: string | null; wakeAt: number | null }> | null }>({
+    const rows = await this.query<ExecutionRow & { first_run: boolean | null; steps: StepRow[]; waits: Record<string, { kind: WaitKind; argsHash: string | null; wakeAt: number | null }> | null }>({
       ...this.sql.begin, values: [executionId],
     });
     if (rows.length === 0) return { kind: 'skip', execution: await this.get(executionId) };
@@ -149,7 +149,7 @@ export class PostgresWorkflowStore extends WorkflowStore {
       return { kind: 'skip', execution: await this.get(executionId) };
     }
     const waits = new Map(Object.entries(rows[0].waits ?? {}).map(([position, w]) => [Number(position), { ...w, wakeAt: w.wakeAt ?? Infinity }]));
-    return { kind: 'run', execution, recorded: rows[0].steps.map(toRecorded), waits };
+    return { kind: 'run', execution, recorded: rows[0].steps.map(toRecorded), waits, firstRun: rows[0].first_run === true };
   }
 
   async finish(
@@ -188,7 +188,7 @@ export class PostgresWorkflowStore extends WorkflowStore {
     outcome: StepOutcome,
     attempts: number,
     argsHash: string | null,
-  ): Promise<{ written: boolean; checkpoint: StepCheckpoint }> {
+  ): Promise<{ written: boolean; checkpoint: StepCheckpoint; execution: CheckpointedExecution }> {
     const values = [
       executionId, position, name, outcome.status,
       outcome.status === 'completed' ? json(outcome.result) ?? 'null' : null,
@@ -196,8 +196,11 @@ export class PostgresWorkflowStore extends WorkflowStore {
       attempts, argsHash,
     ];
     for (let attempt = 0; attempt < RACE_RETRIES; attempt++) {
-      const rows = await this.query<StepRow & { written: boolean }>({ ...this.sql.checkpoint, values });
-      if (rows.length > 0) return { written: rows[0].written, checkpoint: toCheckpoint(rows[0]) };
+      const rows = await this.query<StepRow & { written: boolean; execution_status: WorkflowStatus; recovery_attempts: number }>({ ...this.sql.checkpoint, values });
+      if (rows.length > 0) {
+        const row = rows[0];
+        return { written: row.written, checkpoint: toCheckpoint(row), execution: { status: row.execution_status, recoveryAttempts: row.recovery_attempts } };
+      }
     }
     throw new Error(`checkpoint of step "${name}" (#${position}) of execution ${executionId} kept racing; it will be retried`);
   }

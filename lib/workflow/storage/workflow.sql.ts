@@ -36,15 +36,20 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
       SELECT true AS inserted, ins.* FROM ins
       UNION ALL
       SELECT false, x.* FROM ${e} x WHERE x.workflow_id = $2 AND x.${LIVE_PREDICATE} AND NOT EXISTS (SELECT 1 FROM ins)`,
+    // first_run: no run of this execution began before (its step jobs cannot exist yet; see StepJobData.fresh). 'prev'
+    // locks the row before 'x' updates it (x reads prev, so prev runs first), so a concurrent begin sees the other's start.
     begin: `
-      WITH x AS (
+      WITH prev AS (
+        SELECT started_at IS NULL AS first_run FROM ${e} WHERE id = $1 AND status IN ('pending', 'running') FOR UPDATE
+      ), x AS (
         UPDATE ${e} SET status = 'running', started_at = coalesce(started_at, now()), updated_at = now(),
                suspended_until = NULL, wake_requested = false,
                recovery_attempts = recovery_attempts + CASE WHEN status = 'running' THEN 1 ELSE 0 END
-         WHERE id = $1 AND status IN ('pending', 'running')
+         WHERE id = $1 AND status IN ('pending', 'running') AND EXISTS (SELECT 1 FROM prev)
         RETURNING *
       )
-      SELECT x.*, coalesce((SELECT json_agg(${stepJson} ORDER BY s.seq) FROM ${s} s WHERE s.execution_id = $1), '[]'::json) AS steps,
+      SELECT x.*, (SELECT first_run FROM prev) AS first_run,
+             coalesce((SELECT json_agg(${stepJson} ORDER BY s.seq) FROM ${s} s WHERE s.execution_id = $1), '[]'::json) AS steps,
              (SELECT json_object_agg(w.position, json_build_object('kind', w.kind, 'argsHash', w.args_hash,
                        'wakeAt', CASE WHEN w.wake_at = 'infinity' THEN NULL ELSE (extract(epoch FROM w.wake_at) * 1000)::float8 END))
                 FROM ${w} w WHERE w.execution_id = $1) AS waits
@@ -65,13 +70,15 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
     // One round trip. A new position takes the execution's next sequence number: the UPDATE holds the execution's
     // row lock until commit, so numbers become visible in order (a writer that loses the race on the position
     // leaves a gap, never a duplicate). A 'retrying' row (resume) is overwritten in place and keeps its number.
+    // It also answers the execution's status and recovery count (as of the row lock when it took a number), so the
+    // run learns of a cancellation, or of another run, from the step's checkpoint without a read of its own.
     checkpoint: `
       WITH slot AS (
         SELECT seq FROM ${s} WHERE execution_id = $1::uuid AND position = $2::int AND status = 'retrying'
       ), counter AS (
         UPDATE ${e} SET next_step_seq = next_step_seq + 1
          WHERE id = $1::uuid AND NOT EXISTS (SELECT 1 FROM ${s} WHERE execution_id = $1::uuid AND position = $2::int)
-        RETURNING next_step_seq - 1 AS seq
+        RETURNING next_step_seq - 1 AS seq, status, recovery_attempts
       ), ins AS (
         INSERT INTO ${s} AS t (execution_id, position, name, status, result, error, attempts, args_hash, seq)
         SELECT $1::uuid, $2::int, $3::text, $4::text, $5::jsonb, $6::jsonb, $7::int, $8::text, n.seq
@@ -81,11 +88,15 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
                attempts = EXCLUDED.attempts, args_hash = EXCLUDED.args_hash, completed_at = now()
          WHERE t.status = 'retrying'
         RETURNING ${stepColumns}
+      ), cur AS (
+        SELECT status, recovery_attempts FROM counter
+        UNION ALL
+        SELECT status, recovery_attempts FROM ${e} WHERE id = $1::uuid AND NOT EXISTS (SELECT 1 FROM counter)
       )
-      SELECT true AS written, ins.* FROM ins
+      SELECT true AS written, ins.*, cur.status AS execution_status, cur.recovery_attempts FROM ins, cur
       UNION ALL
-      SELECT false, ${stepColumns.split(', ').map((c) => `s.${c}`).join(', ')}
-        FROM ${s} s WHERE s.execution_id = $1::uuid AND s.position = $2::int AND s.status <> 'retrying' AND NOT EXISTS (SELECT 1 FROM ins)`,
+      SELECT false, ${stepColumns.split(', ').map((c) => `s.${c}`).join(', ')}, cur.status, cur.recovery_attempts
+        FROM ${s} s, cur WHERE s.execution_id = $1::uuid AND s.position = $2::int AND s.status <> 'retrying' AND NOT EXISTS (SELECT 1 FROM ins)`,
     recordedBetween: `
       SELECT ${stepColumns} FROM ${s} WHERE execution_id = $1 AND seq >= $2 AND seq < $3 ORDER BY seq`,
     get: `SELECT * FROM ${e} WHERE id = $1`,

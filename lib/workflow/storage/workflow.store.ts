@@ -62,8 +62,24 @@ export interface RunEnd {
  * or an execution that must not run.
  */
 export type BeginOutcome =
-  | { kind: 'run'; execution: WorkflowExecution; recorded: RecordedStep[]; waits?: Map<number, RegisteredWait> }
+  | {
+      kind: 'run';
+      execution: WorkflowExecution;
+      recorded: RecordedStep[];
+      waits?: Map<number, RegisteredWait>;
+      /** No run of this execution began before this one: no step job of it can exist yet (stores that cannot tell leave it out). */
+      firstRun?: boolean;
+    }
   | { kind: 'skip'; execution: WorkflowExecution | null };
+
+/**
+ * What a checkpoint write saw of its execution: its status and recovery count (when it took its sequence number, under
+ * the execution's row lock). A run compares them with its own, instead of reading the execution before the next step.
+ */
+export interface CheckpointedExecution {
+  status: WorkflowStatus;
+  recoveryAttempts: number;
+}
 
 /** A step's outcome to checkpoint. */
 export type StepOutcome = { status: 'completed'; result: unknown } | { status: 'failed'; error: StoredError };
@@ -111,7 +127,7 @@ export abstract class WorkflowStore {
   /**
    * Writes a checkpoint once, with the next sequence number of the execution (assigned under the execution's row lock,
    * so a number is visible only once every smaller one is; a lost race may leave a gap) or, over a `retrying` row, with
-   * that row's number. A loser gets the winner's row.
+   * that row's number. A loser gets the winner's row. `execution`: the execution as the write saw it.
    */
   abstract checkpoint(
     executionId: string,
@@ -120,7 +136,7 @@ export abstract class WorkflowStore {
     outcome: StepOutcome,
     attempts: number,
     argsHash: string | null,
-  ): Promise<{ written: boolean; checkpoint: StepCheckpoint }>;
+  ): Promise<{ written: boolean; checkpoint: StepCheckpoint; execution?: CheckpointedExecution }>;
   /** The journal rows with `from <= sequence < to`, in sequence order. */
   abstract recordedBetween(executionId: string, from: number, to: number): Promise<RecordedStep[]>;
   /** One execution by id. */

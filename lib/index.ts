@@ -77,7 +77,7 @@ export type { Duration } from './utils/duration';
 export { Workflow } from './workflow/workflow.decorator';
 export { Step } from './workflow/step.decorator';
 export { WorkflowClient } from './workflow/workflow.client';
-/** `@Scheduled(cron, { timezone?, catchUp? })`: runs a workflow on a cron schedule, each occurrence once (`<name>@<time ISO>`). */
+/** `@Scheduled(cron, { timezone?, catchUp? })`: runs a workflow or a `@Task()` method on a cron schedule, each occurrence once (`<name>@<time ISO>`). */
 export { Scheduled } from './schedule/scheduled.decorator';
 /** Types of schedules: catch-up policy, decorator and `WorkflowClient.schedule()` options, the scheduled run's input, a schedule's info. */
 export type { CatchUp, ScheduleOptions, ScheduleWorkflowOptions, ScheduledInput, ScheduleInfo, OccurrenceStarter } from './schedule/schedule.interfaces';

@@ -7,6 +7,7 @@ import type { ScheduledMetadata } from './scheduled.decorator';
 export class ScheduleMetadataAccessor {
   /** The `@Scheduled()` settings of a class, or undefined when it has none. */
   scheduled(target: unknown): ScheduledMetadata | undefined {
+    // A method's metadata sits on the function itself: the same read serves classes and `@Task()` methods.
     if (typeof target !== 'function') return undefined;
     return Reflect.getMetadata(SCHEDULED_METADATA, target) as ScheduledMetadata | undefined;
   }

@@ -1,5 +1,6 @@
 import { BeforeApplicationShutdown, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { ScheduleRegistrar } from './schedule-registrar';
+import { TaskSchedules } from './task-schedules';
 import { WorkflowSchedules } from './workflow-schedules';
 
 /** Declares the decorators' schedules and starts the registrar at bootstrap; stops its worker before shutdown. */
@@ -8,11 +9,13 @@ export class ScheduleOrchestrator implements OnApplicationBootstrap, BeforeAppli
   constructor(
     private readonly registrar: ScheduleRegistrar,
     private readonly workflowSchedules: WorkflowSchedules,
+    private readonly taskSchedules: TaskSchedules,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     if (!this.workflowSchedules.enabled) return;
     this.workflowSchedules.declareAll();
+    this.taskSchedules.declareAll();
     await this.registrar.start();
   }
 

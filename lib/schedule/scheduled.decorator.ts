@@ -9,11 +9,11 @@ export interface ScheduledMetadata {
 }
 
 /**
- * Runs a `@Workflow()` class on a cron schedule (5 fields, or 6 with seconds first), through a BullMQ job scheduler.
- * Each occurrence starts the workflow with id `<workflow name>@<scheduled time ISO>` and input `{ scheduledAt }`
- * (ScheduledInput), so any number of instances start it once. Missed occurrences after downtime follow `catchUp`
+ * Runs a `@Workflow()` class, or a `@Task()` method, on a cron schedule (5 fields, or 6 with seconds first), through a
+ * BullMQ job scheduler. Each occurrence starts the workflow (input `{ scheduledAt }`) or enqueues the task (arguments
+ * `[{ scheduledAt }]`, ScheduledInput) with id `<name>@<scheduled time ISO>`, so any number of instances start it once. Missed occurrences after downtime follow `catchUp`
  * (default `'latest'`). Cron and time zone are validated at bootstrap. See README "Schedules".
  */
-export function Scheduled(cron: string, options: ScheduleOptions = {}): ClassDecorator {
+export function Scheduled(cron: string, options: ScheduleOptions = {}): ClassDecorator & MethodDecorator {
   return SetMetadata<string, ScheduledMetadata>(SCHEDULED_METADATA, { cron, options: { ...options } });
 }

@@ -41,7 +41,7 @@ export class WorkflowSchedules implements OnModuleInit {
       if (!type || !scheduled || seen.has(type)) continue;
       seen.add(type);
       const where = `@Scheduled() on ${type.name}`;
-      if (!this.workflowMetadata.workflowOptions(type)) problems.push(`${where}: only a @Workflow() class can be scheduled`);
+      if (!this.workflowMetadata.workflowOptions(type)) problems.push(`${where}: only a @Workflow() class or a @Task() method can be scheduled`);
       // The testing module loads no bullmq, whose cron parser checks the expression: it checks the rest.
       const found = scheduleProblems(scheduled.cron, scheduled.options, !this.registrar.inert);
       problems.push(...found.map((p) => `${where}: ${p}`));

@@ -3,6 +3,7 @@ import { DiscoveryService } from '@nestjs/core';
 import { WorkflowDefinitionError } from '../errors/workflow-definition.error';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
+import { QueueSettings } from '../queues/queue-settings';
 import { TransactionalSteps } from '../transaction/transactional-steps';
 import { WorkflowStore } from '../workflow/storage/workflow.store';
 import { WorkflowExecutor } from '../workflow/workflow.executor';
@@ -33,6 +34,7 @@ export class TaskExplorer implements OnModuleInit {
     private readonly executor: WorkflowExecutor,
     private readonly store: WorkflowStore,
     private readonly queues: WorkflowQueues,
+    private readonly queueSettings: QueueSettings,
     @Optional() private readonly transactionalSteps?: TransactionalSteps,
   ) {}
 
@@ -82,6 +84,7 @@ export class TaskExplorer implements OnModuleInit {
       problems.push(`tasks (${found.map((t) => t.name).join(', ')}) run on BullMQ and need Redis: set the \`redis\` option of IdempotencyModule`);
     }
     if (problems.length > 0) throw new WorkflowDefinitionError(problems);
+    this.queueSettings.declare(found.map((t) => t.step.queue));
     for (const task of found) {
       this.wrap(task);
       this.tasks.add(task);

@@ -87,20 +87,21 @@ export class StepWorker {
     const key = `${queue}\u0000${jobId}`;
     this.inFlight.add(key);
     try {
-      const state = await this.store.stepState(data.executionId, data.position);
+      const attempt = job.attemptsMade + 1;
+      const write = (outcome: StepOutcome) => this.store.checkpoint(data.executionId, data.position, step.name, outcome, attempt, data.argsHash ?? null);
+      const run = () => this.observer.stepAttempt({ ...data, stepName: step.name, attempt }, () => this.attempt(step, instance, data, attempt));
+      // @Step({ transaction: true }): the state is read in the step's transaction, which runs it and commits its writes
+      // with its checkpoint (the explorer checked `transactional` exists)
+      const state = step.transaction && this.transactional
+        ? await this.transactional.run(step.transaction.isolation, { executionId: data.executionId, position: data.position, name: step.name, attempts: attempt, argsHash: data.argsHash ?? null }, run, write)
+        : await this.store.stepState(data.executionId, data.position);
       let checkpoint = state.checkpoint;
       if (!checkpoint) {
         if (state.status !== 'running' && state.status !== 'pending') {
           this.queues.notify(queue, jobId, { kind: 'finished' });
           return { kind: 'stopped', status: state.status };
         }
-        const attempt = job.attemptsMade + 1;
-        const write = (outcome: StepOutcome) => this.store.checkpoint(data.executionId, data.position, step.name, outcome, attempt, data.argsHash ?? null);
-        const run = () => this.observer.stepAttempt({ ...data, stepName: step.name, attempt }, () => this.attempt(step, instance, data, attempt));
-        // @Step({ transaction: true }): the step's writes and its checkpoint commit together (the explorer checked `transactional` exists)
-        ({ checkpoint } = step.transaction && this.transactional
-          ? await this.transactional.run(step.transaction.isolation, { executionId: data.executionId, position: data.position, name: step.name, attempts: attempt, argsHash: data.argsHash ?? null }, run, write)
-          : await write(await run()));
+        ({ checkpoint } = await write(await run()));
       }
       // The outcome goes to a waiter in this process directly; BullMQ only learns that it is in Postgres.
       this.queues.notify(queue, jobId, { kind: 'checkpoint', checkpoint });

@@ -1,4 +1,3 @@
-import type { PoolClient } from 'pg';
 import type { NamedStatement } from '../storage/postgres/statements';
 
 /** A value sent as a literal: numbers are passed as integers, null as NULL. */
@@ -16,8 +15,18 @@ export interface InlineStatement {
  * is prepared under on the connection (`prepared`), `EXECUTE name(…)`; otherwise the statement's text with its `$n`
  * replaced (PgBouncer in transaction pooling: nothing is prepared).
  */
-export function inlineStatementText(client: PoolClient, { statement, values }: InlineStatement, prepared?: string): string {
-  const literals = values.map((v) => (v === null ? 'NULL' : typeof v === 'number' ? String(Math.trunc(v)) : client.escapeLiteral(v)));
+export function inlineStatementText({ statement, values }: InlineStatement, prepared?: string): string {
+  const literals = values.map((v) => (v === null ? 'NULL' : typeof v === 'number' ? String(Math.trunc(v)) : quoteLiteral(v)));
   if (prepared) return `EXECUTE ${prepared}(${literals.join(', ')})`;
   return statement.text.replace(/\$(\d+)/g, (_m, n: string) => literals[Number(n) - 1]);
+}
+
+/**
+ * `value` as a string literal, as node-postgres' escapeLiteral writes it (quotes doubled; with a backslash, the E''
+ * form with backslashes doubled, right whatever standard_conforming_strings is), but with native string searches
+ * instead of a loop that concatenates character by character (a stored response is quoted on every request).
+ */
+export function quoteLiteral(value: string): string {
+  const quoted = value.includes("'") ? value.replace(/'/g, "''") : value;
+  return value.includes('\\') ? ` E'${quoted.replace(/\\/g, '\\\\')}'` : `'${quoted}'`;
 }

@@ -1,4 +1,4 @@
-import type { PoolClient, QueryResult, QueryResultRow } from 'pg';
+import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import type { EntityManager, QueryRunner } from 'typeorm';
 import type { Claim, ClaimRequest, CompletedRecord } from '../core/idempotency-record';
 import { StoreUnavailableError } from '../errors/store-unavailable.error';
@@ -42,7 +42,7 @@ export class PostgresTransactions extends IdempotencyTransactions {
       return this.open(nested, false);
     }
     const runner = this.connections.dataSource.createQueryRunner();
-    await connectWithin(runner, acquireWithinMs);
+    await connectWithin(runner, acquireWithinMs, this.connections.pool);
     let defaults: SessionDefaults;
     try {
       defaults = await this.defaults(runner);
@@ -105,7 +105,7 @@ export class PostgresTransactions extends IdempotencyTransactions {
     const owned = !(nested && !nested.isReleased && nested.isTransactionActive);
     const runner = owned ? this.connections.dataSource.createQueryRunner() : nested;
     // Waiting for a connection gives it back itself when it fails or comes too late.
-    if (owned) await connectWithin(runner, acquireWithinMs);
+    if (owned) await connectWithin(runner, acquireWithinMs, this.connections.pool);
     let tx: OpenTransaction | undefined;
     try {
       if (!owned) await runner.startTransaction(); // a savepoint in the outer transaction
@@ -113,7 +113,7 @@ export class PostgresTransactions extends IdempotencyTransactions {
       tx = this.open(runner, owned);
       const client = clientOf(runner);
       const prepared = owned && this.connections.preparedStatements ? await this.prepareOn(client, [first.statement, ...prepare]) : undefined;
-      const parts = [inlineStatementText(client, first, prepared?.get(first.statement.text))];
+      const parts = [inlineStatementText(first, prepared?.get(first.statement.text))];
       if (after) parts.push(after);
       if (owned) {
         parts.unshift(`START TRANSACTION ISOLATION LEVEL ${ISOLATION_LEVELS[isolation]}`);
@@ -215,7 +215,7 @@ export class PostgresTransactions extends IdempotencyTransactions {
       }
       finished = true;
       const names = prepared.get(client);
-      const parts = statements.map((s) => inlineStatementText(client, s, names?.get(s.statement.text)));
+      const parts = statements.map((s) => inlineStatementText(s, names?.get(s.statement.text)));
       if (options.undoWork) parts.unshift('ROLLBACK TO SAVEPOINT idempotency_work');
       parts.push('COMMIT');
       let results: QueryResult[];
@@ -328,8 +328,20 @@ async function discard(runner: QueryRunner, owned: boolean, err: unknown): Promi
   await (release ? release.call(runner, err instanceof Error ? err : new Error(String(err))) : runner.release());
 }
 
-/** Waits at most `withinMs` for a pooled connection; one that arrives later goes straight back. */
-async function connectWithin(runner: QueryRunner, withinMs: number): Promise<void> {
+/**
+ * Waits at most `withinMs` for a pooled connection; one that arrives later goes straight back. With an idle
+ * connection in `pool` and nobody waiting, the pool hands it over at once: no timer then.
+ */
+async function connectWithin(runner: QueryRunner, withinMs: number, pool: Pool): Promise<void> {
+  if (pool.idleCount > 0 && pool.waitingCount === 0) {
+    try {
+      await runner.connect();
+    } catch (err) {
+      await runner.release();
+      throw new StoreUnavailableError(err);
+    }
+    return;
+  }
   let timer: NodeJS.Timeout | undefined;
   let timedOut = false;
   const connecting = runner.connect();

@@ -181,54 +181,65 @@ function benchController(decorate?: MethodDecorator): Type<unknown> {
 /** The table the insert cases write one row per request to, in the module's database and schema. */
 const ROWS_TABLE = 'bench_rows';
 
-/** Routes of this library's app whose handler inserts one row: (i) without the interceptor, (j) behind it, (k) transactional. */
-@Controller()
-class InsertController implements OnApplicationBootstrap {
-  private rowsTable = '';
+/** What the insert routes take from a library: this checkout's, or BENCH_BASE's (before/after in one run). */
+interface InsertLib {
+  Idempotent: typeof Idempotent;
+  SkipIdempotency: typeof SkipIdempotency;
+  currentTransaction: typeof currentTransaction;
+  IdempotencyConnections: typeof IdempotencyConnections;
+}
 
-  constructor(
-    private readonly stats: HandlerStats,
-    private readonly moduleRef: ModuleRef,
-  ) {}
+/** Routes of `lib`'s app whose handler inserts one row: (i) without the interceptor, (j) behind it, (k) transactional. */
+function insertController(lib: InsertLib): Type<unknown> {
+  @Controller()
+  class InsertController implements OnApplicationBootstrap {
+    private rowsTable = '';
 
-  private get connections(): IdempotencyConnections {
-    return this.moduleRef.get(IdempotencyConnections, { strict: false });
+    constructor(
+      private readonly stats: HandlerStats,
+      private readonly moduleRef: ModuleRef,
+    ) {}
+
+    private get connections(): IdempotencyConnections {
+      return this.moduleRef.get(lib.IdempotencyConnections, { strict: false });
+    }
+
+    async onApplicationBootstrap(): Promise<void> {
+      this.rowsTable = `"${this.connections.schema}".${ROWS_TABLE}`;
+      await this.connections.dataSource.query(`CREATE TABLE IF NOT EXISTS ${this.rowsTable} (id bigserial PRIMARY KEY, key text, amount int)`);
+    }
+
+    private insertRow(key: string | undefined, body: OrderBody | undefined, via: { query(text: string, values: unknown[]): Promise<unknown> }): Promise<unknown> {
+      return via.query(`INSERT INTO ${this.rowsTable} (key, amount) VALUES ($1, $2)`, [key ?? null, body?.amount ?? null]);
+    }
+
+    /** (i) The insert baseline: one row per request, no interceptor. */
+    @Post('plain-insert')
+    @lib.SkipIdempotency()
+    async plainInsert(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
+      this.stats.record(key);
+      await this.insertRow(key, body, this.connections.dataSource);
+      return respond(body);
+    }
+
+    /** (j) The same insert behind the interceptor, outside any transaction of the library (claim, insert, completion: three commits). */
+    @Post('orders-insert')
+    async ordersInsert(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
+      this.stats.record(key);
+      await this.insertRow(key, body, this.connections.dataSource);
+      return respond(body);
+    }
+
+    /** (k) The same insert in transactional mode: the row commits with the stored response. */
+    @Post('orders-tx')
+    @lib.Idempotent({ transaction: true })
+    async ordersTx(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
+      this.stats.record(key);
+      await this.insertRow(key, body, lib.currentTransaction());
+      return respond(body);
+    }
   }
-
-  async onApplicationBootstrap(): Promise<void> {
-    this.rowsTable = `"${this.connections.schema}".${ROWS_TABLE}`;
-    await this.connections.dataSource.query(`CREATE TABLE IF NOT EXISTS ${this.rowsTable} (id bigserial PRIMARY KEY, key text, amount int)`);
-  }
-
-  private insertRow(key: string | undefined, body: OrderBody | undefined, via: { query(text: string, values: unknown[]): Promise<unknown> }): Promise<unknown> {
-    return via.query(`INSERT INTO ${this.rowsTable} (key, amount) VALUES ($1, $2)`, [key ?? null, body?.amount ?? null]);
-  }
-
-  /** (i) The insert baseline: one row per request, no interceptor. */
-  @Post('plain-insert')
-  @SkipIdempotency()
-  async plainInsert(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
-    this.stats.record(key);
-    await this.insertRow(key, body, this.connections.dataSource);
-    return respond(body);
-  }
-
-  /** (j) The same insert behind the interceptor, outside any transaction of the library (claim, insert, completion: three commits). */
-  @Post('orders-insert')
-  async ordersInsert(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
-    this.stats.record(key);
-    await this.insertRow(key, body, this.connections.dataSource);
-    return respond(body);
-  }
-
-  /** (k) The same insert in transactional mode: the row commits with the stored response. */
-  @Post('orders-tx')
-  @Idempotent({ transaction: true })
-  async ordersTx(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
-    this.stats.record(key);
-    await this.insertRow(key, body, currentTransaction());
-    return respond(body);
-  }
+  return InsertController;
 }
 
 @Injectable()
@@ -254,10 +265,15 @@ function benchModule(imports: NonNullable<Parameters<typeof Module>[0]>['imports
 async function moduleFor(spec: BenchAppSpec): Promise<Type<unknown>> {
   switch (spec.kind) {
     case 'ours': {
-      if (!spec.libDir) return benchModule([IdempotencyModule.forRoot(spec.options)], undefined, [InsertController]);
+      if (!spec.libDir) {
+        const lib = { Idempotent, SkipIdempotency, currentTransaction, IdempotencyConnections };
+        return benchModule([IdempotencyModule.forRoot(spec.options)], undefined, [insertController(lib)]);
+      }
       // eslint-disable-next-line @typescript-eslint/no-require-imports -- a checkout chosen at run time
-      const other = require(path.resolve(spec.libDir)) as { IdempotencyModule: typeof IdempotencyModule };
-      return benchModule([other.IdempotencyModule.forRoot(spec.options)]);
+      const other = require(path.resolve(spec.libDir)) as InsertLib & { IdempotencyModule: typeof IdempotencyModule };
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- the same checkout's internals (not exported)
+      const internals = require(path.resolve(spec.libDir, 'storage/idempotency-connections')) as Pick<InsertLib, 'IdempotencyConnections'>;
+      return benchModule([other.IdempotencyModule.forRoot(spec.options)], undefined, [insertController({ ...other, ...internals })]);
     }
     case 'bare':
     case 'floor':

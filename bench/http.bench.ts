@@ -16,7 +16,8 @@
 //   (k) first-time keys on the same insert with transaction: true (the row commits with the stored response)
 //   (l) the bare app's route behind a no-op interceptor: what Nest charges for any interceptor (the floor of (a), (m))
 //   (m) pass-through: requests without an Idempotency-Key on the guarded route of this library's app
-//   (C), (D), (M): (c), (d), (m) with another checkout's library (BENCH_BASE=<its root>, e.g. main's): before/after in one run
+//   (C), (D), (M), (J), (K): (c), (d), (m), (j), (k) with another checkout's library (BENCH_BASE=<its root>, e.g. main's):
+//   before/after in one run
 //
 // Settings (environment): BENCH_CONNECTIONS (50), BENCH_DURATION seconds (5), BENCH_WARMUP seconds (1),
 // BENCH_ADAPTERS ("express,fastify"), BENCH_CASES (all; e.g. "b,e"), BENCH_POOL_SIZE (unset: the module's default),
@@ -63,7 +64,7 @@ const DEFAULT_POOL_SIZE = 20;
 const BODY = JSON.stringify({ amount: 42, currency: 'EUR' });
 const RUN = randomBytes(4).toString('hex');
 
-type CaseId = '0' | 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i' | 'j' | 'k' | 'l' | 'm' | 'C' | 'D' | 'M';
+type CaseId = '0' | 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i' | 'j' | 'k' | 'l' | 'm' | 'C' | 'D' | 'M' | 'J' | 'K';
 /** One process each: this library with Redis, with `redis: false`, the bare app, the peer, the floor, and BENCH_BASE's library with and without Redis. */
 type AppName = 'redis' | 'pg' | 'bare' | 'peer' | 'floor' | 'base' | 'basepg';
 type Phase = 'w' | 'm';
@@ -171,11 +172,19 @@ const CASES: CaseSpec[] = [
     id: 'M', label: "(M) = (m) with BENCH_BASE's library", app: 'base', path: '/orders',
     keys: () => () => undefined, measuredPrefix: `none-base-${RUN}`,
   },
+  {
+    id: 'J', label: "(J) = (j) with BENCH_BASE's library", app: 'base', path: '/orders-insert',
+    keys: (phase) => counterKeys(`ins-base-${RUN}-${phase}-`, 1), measuredPrefix: `ins-base-${RUN}-m-`,
+  },
+  {
+    id: 'K', label: "(K) = (k) with BENCH_BASE's library", app: 'base', path: '/orders-tx',
+    keys: (phase) => counterKeys(`tx-base-${RUN}-${phase}-`, 1), measuredPrefix: `tx-base-${RUN}-m-`,
+  },
 ];
 /** Measured in this order (writes last, so Postgres background work after (b) does not disturb the replays). */
-const RUN_ORDER: CaseId[] = (['0', 'l', 'a', 'm', 'M', 'c', 'C', 'g', 'd', 'D', 'h', 'b', 'f', 'e', 'i', 'j', 'k'] as CaseId[])
+const RUN_ORDER: CaseId[] = (['0', 'l', 'a', 'm', 'M', 'c', 'C', 'g', 'd', 'D', 'h', 'b', 'f', 'e', 'i', 'j', 'J', 'k', 'K'] as CaseId[])
   .filter((id) => id === '0' || ONLY.length === 0 || ONLY.includes(id))
-  .filter((id) => BASE_DIR !== undefined || !['C', 'D', 'M'].includes(id));
+  .filter((id) => BASE_DIR !== undefined || !['C', 'D', 'M', 'J', 'K'].includes(id));
 /** What (h) reads must exist: (d) prepares it, so (h) brings (d) along. */
 if (RUN_ORDER.includes('h') && !RUN_ORDER.includes('d')) RUN_ORDER.splice(RUN_ORDER.indexOf('h'), 0, 'd');
 
@@ -320,7 +329,9 @@ async function check(spec: CaseSpec, r: autocannon.Result, handler: HandlerStats
       break;
     case 'b':
     case 'j':
-    case 'k': {
+    case 'k':
+    case 'J':
+    case 'K': {
       if (ok !== total) w.push(`${total - ok} responses other than 201 (${conflicts} × 409)`);
       if (handler.repeatedKeys > 0) w.push(`the handler ran ${handler.repeatedKeys} times for a key it had already run for`);
       if (handler.calls < ok || handler.calls > ok + inFlight) w.push(`handler ran ${handler.calls} times for ${ok} responses`);
@@ -483,7 +494,7 @@ async function benchAdapter(adapter: AdapterName, schemas: Schemas, prefixes: Pr
         await settle();
         const handler = (await stats(port))!;
         const redisCalls = (await redisCommands(redis)) - redisBefore;
-        warnings.push(...(await check(spec, result, handler, db, spec.app === 'pg' ? schemas.pg : schemas.redis)));
+        warnings.push(...(await check(spec, result, handler, db, spec.app in schemas ? schemas[spec.app as keyof Schemas] : schemas.redis)));
         const rps = result.requests.total / result.duration;
         rounds.set(id, [...(rounds.get(id) ?? []), { spec, result, rps, handler, redisCalls, warnings }]);
         process.stderr.write(`[bench] ${adapter} ${spec.label}${ROUNDS > 1 ? ` (round ${round + 1})` : ''}: ${fmt.int(rps)} req/s, ${fmt.int(handler.cpuMicros / Math.max(result.requests.total, 1))} µs CPU/req\n`);
@@ -549,7 +560,9 @@ function report(adapter: AdapterName, { results, baselineAgain }: AdapterRun): v
       const r = results.find((x) => x.spec.id === id);
       return r ? `${id} ${(r.rps / insertBase).toFixed(2)}` : `${id} -`;
     };
-    process.stdout.write(`\nFirst-time keys whose handler inserts one row, as a ratio to (i) (the same insert without the interceptor): ${ratio('j')} (claim, insert, completion: three commits), ${ratio('k')} (transaction: true).\n`);
+    process.stdout.write(`\nFirst-time keys whose handler inserts one row, as a ratio to (i) (the same insert without the interceptor): ${ratio('j')} (claim, insert, completion: three commits), ${ratio('k')} (transaction: true)`);
+    const base = results.some((r) => r.spec.id === 'J' || r.spec.id === 'K') ? `; with BENCH_BASE's library: ${ratio('J')}, ${ratio('K')}` : '';
+    process.stdout.write(`${base}.\n`);
   }
   if (Math.abs(drift) > DRIFT_WARNING) {
     process.stdout.write(`WARNING ${name}: (0) changed by ${fmt.pct(drift)} between its two runs; the machine's speed varied (other load?), so compare the ratios with care.\n`);

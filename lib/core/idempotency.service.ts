@@ -136,7 +136,7 @@ export class IdempotencyService {
   /**
    * {@link begin} for the transactional mode: the claim is the first statement of a transaction that the work then
    * runs in (the acquired result carries it as `call`), so that claim, writes and outcome commit once. Only a cached
-   * outcome is answered before Postgres: an in-flight marker is not trusted, because the claim it stands for may
+   * outcome is answered before Postgres (read, nothing marked): an in-flight marker would not be trusted, because the claim it stands for may
    * be uncommitted (a duplicate then waits for it at the unique index, at most `waitMs`, and replays its outcome,
    * or claims the key after a rollback) or gone with a holder that died (then the key is free at once). After
    * the wait the answer is in progress, as after any other. Every wait for a pooled connection is bounded by one
@@ -149,9 +149,9 @@ export class IdempotencyService {
   private async decideInTransaction(request: ClaimRequest, options: { isolation: TransactionIsolation; waitMs: number }, where: string): Promise<BeginResult> {
     assertClaimLimits(request);
     const transactions = this.transactionsFor(where);
-    const cached = await this.cache.lookup(request.scope, request.key, request.fingerprint, request.leaseMs);
-    if (cached.kind === 'hit') return answerFor(request, cached.record);
-    const marked = cached.kind === 'miss';
+    // Only a finished outcome is read from the cache, and nothing is marked there: duplicates meet at the unique index.
+    const cached = await this.cache.peek(request.scope, request.key);
+    if (cached) return answerFor(request, cached);
     const deadline = Date.now() + options.waitMs;
     let waited = false;
     let pause = WAIT_POLL_MIN_MS;
@@ -163,7 +163,6 @@ export class IdempotencyService {
       try {
         ({ tx, outcome } = await transactions.beginWithClaim(options.isolation, request.leaseMs, activeTransaction(), claim));
       } catch (err) {
-        if (marked) await this.cache.forget(request.scope, request.key);
         if (err instanceof StoreUnavailableError) throw err;
         throw isStoreOutage(err) ? new StoreUnavailableError(err) : new StoreRejectedError(err);
       }
@@ -172,11 +171,8 @@ export class IdempotencyService {
       }
       await tx.rollback();
       if (outcome === 'raced' && attempt < TRANSACTIONAL_CLAIM_ATTEMPTS) continue;
-      if (typeof outcome === 'object' && outcome.kind === 'completed') return this.decidedByStore(request, outcome.record, marked);
-      if (typeof outcome === 'object' && outcome.fingerprint !== request.fingerprint) {
-        if (marked) await this.cache.forget(request.scope, request.key);
-        return { kind: 'mismatch' };
-      }
+      if (typeof outcome === 'object' && outcome.kind === 'completed') return this.decidedByStore(request, outcome.record, false);
+      if (typeof outcome === 'object' && outcome.fingerprint !== request.fingerprint) return { kind: 'mismatch' };
       // An uncommitted claim (lock timeout), or a committed one of a holder outside this mode: wait while allowed.
       if (Date.now() + (outcome === 'lock timeout' ? 1 : pause) > deadline) {
         return { kind: 'in_progress', retryAfterMs: typeof outcome === 'object' ? Math.max(outcome.lockedUntil - Date.now(), 0) : request.leaseMs };
@@ -366,11 +362,6 @@ export class IdempotencyService {
     }
     await this.cache.remember(claim.scope, claim.key, record);
     return true;
-  }
-
-  /** Clears the cache's in-flight marker of a claim released by another path (e.g. inside its transaction). */
-  async released(claim: Claim): Promise<void> {
-    await this.cache.forget(claim.scope, claim.key);
   }
 
   /** Releases a claim after a failure: the record is marked failed and the key can be claimed again. */

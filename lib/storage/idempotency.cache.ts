@@ -20,6 +20,13 @@ export abstract class IdempotencyCache {
 
   /** Returns a cached completed record, or the in-flight marker's fingerprint, or marks the key in flight and misses. */
   abstract lookup(scope: string, key: string, fingerprint: string, leaseMs: number): Promise<CacheLookup>;
+  /**
+   * The cached completed record of the key, if any; unlike {@link lookup} it marks nothing (the transactional mode's
+   * claim waits at the unique index instead). A cache without it answers undefined: the store decides.
+   */
+  peek(_scope: string, _key: string): Promise<CompletedRecord | undefined> {
+    return Promise.resolve(undefined);
+  }
   /** Caches a completed record until it expires and clears the in-flight marker. */
   abstract remember(scope: string, key: string, record: CompletedRecord): Promise<void>;
   /** Clears the in-flight marker (the claim was released or never taken). */

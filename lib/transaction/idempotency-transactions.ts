@@ -1,6 +1,9 @@
+import type { QueryResultRow } from 'pg';
 import type { EntityManager } from 'typeorm';
 import type { Claim, ClaimRequest, CompletedRecord } from '../core/idempotency-record';
+import type { NamedStatement } from '../storage/postgres/statements';
 import type { ClaimAttempt } from './claim-statement';
+import type { InlineStatement } from './inline-statement';
 import type { TransactionIsolation } from './transaction-options';
 
 /** A transaction the library opened for a handler: its writes and the claim's completion commit together. */
@@ -11,10 +14,20 @@ export interface OpenTransaction {
   readonly nested: boolean;
   /** Runs a statement in the transaction and returns its rows. */
   query<R>(text: string, values: unknown[]): Promise<R[]>;
-  /** Rolls back what the work wrote since the claim (see beginWithClaim); the claim stays held. */
-  undoWork(): Promise<void>;
-  /** Marks the claim failed inside this transaction (the key is free once it commits). */
-  release(claim: Claim, error: unknown): Promise<void>;
+  /**
+   * Ends the transaction with the claim's outcome: rolls the work's writes back to the savepoint after the claim
+   * when `undoWork`, stores `result` by compare-and-set on the claim's token, and commits — in ONE round trip where
+   * the transaction is the library's own. Null when the claim was taken over: nothing is committed then. Throws
+   * when Postgres fails; either way the transaction is over and its connection back in the pool.
+   */
+  completeAndCommit(claim: Claim, result: unknown, undoWork: boolean): Promise<CompletedRecord | null>;
+  /** Like {@link completeAndCommit}, but marks the claim failed (with `error`): the key is free once it commits. */
+  releaseAndCommit(claim: Claim, error: unknown, undoWork: boolean): Promise<void>;
+  /**
+   * Runs `statements`, then commits, in one round trip where the transaction is the library's own; resolves each
+   * statement's rows. A statement that fails rolls everything back (the COMMIT is never run) and is thrown.
+   */
+  commitAfter(statements: InlineStatement[], options?: { undoWork?: boolean }): Promise<QueryResultRow[][]>;
   /** The error of the newest claim on the key released within `withinMs` and committed, if any. */
   recentFailure(scope: string, key: string, withinMs: number): Promise<unknown>;
   /**
@@ -22,8 +35,6 @@ export interface OpenTransaction {
    * (a hung holder frees its key), so a live holder waiting on something else calls this every third of it.
    */
   ping(): Promise<void>;
-  /** Completion by compare-and-set on the claim's token, inside this transaction; null when the claim was taken over. */
-  complete(claim: Claim, result: unknown): Promise<CompletedRecord | null>;
   /** Commits; the connection goes back to the pool whatever happens. */
   commit(): Promise<void>;
   /** Rolls back and gives the connection back; never throws (a broken connection is discarded). */
@@ -47,10 +58,19 @@ export abstract class IdempotencyTransactions {
    * (one commit: the claim becomes visible with the work's writes and its outcome), and a savepoint after it where
    * the work starts. The claim waits at most `claim.waitMs` for another uncommitted claim of the key ('lock
    * timeout'); that bound does not apply to the statements after it. Whatever the outcome, the transaction stays
-   * open for the caller to use or roll back; an error rolls it back and is thrown.
+   * open for the caller to use or roll back; an error rolls it back and is thrown. One round trip.
    */
   abstract beginWithClaim(
     isolation: TransactionIsolation, acquireWithinMs: number, outer: EntityManager | undefined,
     claim: { request: ClaimRequest; token: string; waitMs: number },
   ): Promise<{ tx: OpenTransaction; outcome: ClaimAttempt }>;
+
+  /**
+   * Like {@link begin} on a connection of its own, with `first` as the transaction's first statement in the same
+   * round trip; resolves its rows. `prepare`: statements to prepare on a new connection before the transaction
+   * starts, for {@link OpenTransaction.commitAfter} later. An error of `first` rolls back and is thrown.
+   */
+  abstract beginWith(
+    isolation: TransactionIsolation, acquireWithinMs: number, first: InlineStatement, prepare?: NamedStatement[],
+  ): Promise<{ tx: OpenTransaction; rows: QueryResultRow[] }>;
 }

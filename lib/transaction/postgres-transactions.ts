@@ -1,12 +1,13 @@
-import type { PoolClient, QueryResult, QueryResultRow } from 'pg';
+import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import type { EntityManager, QueryRunner } from 'typeorm';
 import type { Claim, ClaimRequest, CompletedRecord } from '../core/idempotency-record';
 import { StoreUnavailableError } from '../errors/store-unavailable.error';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
-import { idempotencySql, IdempotencySql } from '../storage/postgres/idempotency.sql';
+import { CLAIM_TAKEN_OVER, idempotencySql, IdempotencySql } from '../storage/postgres/idempotency.sql';
 import { ClaimRow, toClaimOutcome } from '../storage/postgres/postgres-idempotency.store';
 import { NamedStatement, withPreparedStatements } from '../storage/postgres/statements';
-import { ClaimAttempt, claimStatementText } from './claim-statement';
+import type { ClaimAttempt } from './claim-statement';
+import { InlineStatement, inlineStatementText } from './inline-statement';
 import { IdempotencyTransactions, OpenTransaction } from './idempotency-transactions';
 import type { TransactionIsolation } from './transaction-options';
 
@@ -24,8 +25,11 @@ export class PostgresTransactions extends IdempotencyTransactions {
    * round trip) and the lock_timeout a claim restores after its bounded wait.
    */
   private sessionDefaults?: Promise<SessionDefaults>;
-  /** Connections the claim is prepared on (SQL PREPARE; a reconnect makes a new client object). */
-  private readonly preparedClients = new WeakSet<PoolClient>();
+  /**
+   * The statements prepared on each connection (SQL PREPARE; a reconnect makes a new client object): the name to
+   * EXECUTE, by statement text.
+   */
+  private readonly prepared = new WeakMap<PoolClient, Map<string, string>>();
 
   constructor(private readonly connections: IdempotencyConnections) {
     super();
@@ -38,7 +42,7 @@ export class PostgresTransactions extends IdempotencyTransactions {
       return this.open(nested, false);
     }
     const runner = this.connections.dataSource.createQueryRunner();
-    await connectWithin(runner, acquireWithinMs);
+    await connectWithin(runner, acquireWithinMs, this.connections.pool);
     let defaults: SessionDefaults;
     try {
       defaults = await this.defaults(runner);
@@ -55,41 +59,74 @@ export class PostgresTransactions extends IdempotencyTransactions {
     isolation: TransactionIsolation, acquireWithinMs: number, outer: EntityManager | undefined,
     claim: { request: ClaimRequest; token: string; waitMs: number },
   ): Promise<{ tx: OpenTransaction; outcome: ClaimAttempt }> {
+    const { request, token, waitMs } = claim;
+    const sql = this.sql();
+    const first: InlineStatement = {
+      statement: sql.claimInTransaction,
+      values: [request.scope, request.key, request.fingerprint, token, request.leaseMs, request.ttlMs, String(Math.max(1, Math.ceil(waitMs))), '', String(request.leaseMs)],
+    };
+    // The completion is prepared with the claim: once the transaction is open, a failing PREPARE would abort it.
+    const opened = await this.openWith(isolation, acquireWithinMs, outer, first, [sql.completeInTransaction], (defaults) => {
+      first.values[7] = defaults.lockTimeout;
+    }, 'SAVEPOINT idempotency_work');
+    if ('failure' in opened) {
+      const code = sqlState(opened.failure);
+      if (code === LOCK_NOT_AVAILABLE) return { tx: opened.tx, outcome: 'lock timeout' };
+      if (code === SERIALIZATION_FAILURE || code === DEADLOCK_DETECTED) return { tx: opened.tx, outcome: 'raced' };
+      await opened.tx.rollback();
+      throw opened.failure;
+    }
+    const rows = opened.rows as ClaimRow[];
+    return { tx: opened.tx, outcome: rows.length > 0 ? toClaimOutcome(rows[0], request, token) : 'raced' };
+  }
+
+  async beginWith(
+    isolation: TransactionIsolation, acquireWithinMs: number, first: InlineStatement, prepare: NamedStatement[] = [],
+  ): Promise<{ tx: OpenTransaction; rows: QueryResultRow[] }> {
+    const opened = await this.openWith(isolation, acquireWithinMs, undefined, first, prepare);
+    if ('failure' in opened) {
+      await opened.tx.rollback();
+      throw opened.failure;
+    }
+    return opened;
+  }
+
+  /**
+   * Opens a transaction (or a savepoint in `outer`'s) whose first statement is `first`, sent in the same round trip
+   * as the START TRANSACTION (and `after`, when given). `first` and `prepare` are prepared on a new connection of
+   * the library's own before the transaction starts. An error of `first` is returned with the still open
+   * transaction for the caller to look at and roll back; any other error rolls it back and is thrown.
+   */
+  private async openWith(
+    isolation: TransactionIsolation, acquireWithinMs: number, outer: EntityManager | undefined, first: InlineStatement,
+    prepare: NamedStatement[], withDefaults?: (defaults: SessionDefaults) => void, after?: string,
+  ): Promise<{ tx: OpenTransaction; rows: QueryResultRow[] } | { tx: OpenTransaction; failure: unknown }> {
     const nested = outer?.queryRunner;
     const owned = !(nested && !nested.isReleased && nested.isTransactionActive);
     const runner = owned ? this.connections.dataSource.createQueryRunner() : nested;
     // Waiting for a connection gives it back itself when it fails or comes too late.
-    if (owned) await connectWithin(runner, acquireWithinMs);
+    if (owned) await connectWithin(runner, acquireWithinMs, this.connections.pool);
     let tx: OpenTransaction | undefined;
     try {
       if (!owned) await runner.startTransaction(); // a savepoint in the outer transaction
-      const defaults = await this.defaults(runner);
+      withDefaults?.(await this.defaults(runner));
       tx = this.open(runner, owned);
-      const { request, token, waitMs } = claim;
-      const values = [
-        request.scope, request.key, request.fingerprint, token, request.leaseMs, request.ttlMs,
-        String(Math.max(1, Math.ceil(waitMs))), defaults.lockTimeout, String(request.leaseMs),
-      ];
-      const client = (runner as unknown as { databaseConnection: PoolClient }).databaseConnection;
-      const statement = this.sql().claimInTransaction;
-      const prepared = owned && statement.name ? await this.preparedOn(client, statement) : undefined;
-      const parts = [claimStatementText(client, statement.text, values, prepared), 'SAVEPOINT idempotency_work'];
+      const client = clientOf(runner);
+      const prepared = owned && this.connections.preparedStatements ? await this.prepareOn(client, [first.statement, ...prepare]) : undefined;
+      const parts = [inlineStatementText(first, prepared?.get(first.statement.text))];
+      if (after) parts.push(after);
       if (owned) {
         parts.unshift(`START TRANSACTION ISOLATION LEVEL ${ISOLATION_LEVELS[isolation]}`);
         // TypeORM's own startTransaction would cost a round trip of its own: its state is set as it would set it.
         Object.assign(runner, { isTransactionActive: true, transactionDepth: 1 });
       }
-      let results: QueryResult<ClaimRow>[];
+      let results: QueryResult[];
       try {
-        results = (await client.query<ClaimRow>(parts.join(';\n'))) as unknown as QueryResult<ClaimRow>[];
-      } catch (err) {
-        const code = sqlState(err);
-        if (code === LOCK_NOT_AVAILABLE) return { tx, outcome: 'lock timeout' };
-        if (code === SERIALIZATION_FAILURE || code === DEADLOCK_DETECTED) return { tx, outcome: 'raced' };
-        throw err;
+        results = asResults(await client.query(parts.join(';\n')));
+      } catch (failure) {
+        return { tx, failure };
       }
-      const rows = results[owned ? 1 : 0].rows;
-      return { tx, outcome: rows.length > 0 ? toClaimOutcome(rows[0], request, token) : 'raced' };
+      return { tx, rows: results[owned ? 1 : 0].rows as QueryResultRow[] };
     } catch (err) {
       if (tx) await tx.rollback();
       else if (owned && !runner.isReleased) await runner.release();
@@ -101,19 +138,31 @@ export class PostgresTransactions extends IdempotencyTransactions {
     return (this.statements ??= withPreparedStatements(idempotencySql(this.connections.schema), this.connections.preparedStatements));
   }
 
-  /** The name `statement` is prepared under on `client` (with SQL PREPARE, once per connection), for `EXECUTE`. */
-  private async preparedOn(client: PoolClient, statement: NamedStatement & { name: string }): Promise<string> {
-    const name = `${statement.name}_sql`; // never the name node-postgres prepares statements under itself
-    if (!this.preparedClients.has(client)) {
-      try {
-        await client.query(`PREPARE ${name} AS ${statement.text}`);
-      } catch (err) {
-        // Prepared already by another module on the same DataSource and schema: the same text under the same name.
-        if (sqlState(err) !== DUPLICATE_PREPARED_STATEMENT) throw err;
+  /**
+   * The names `statements` are prepared under on `client` (with SQL PREPARE, once per connection, all in one round
+   * trip), by statement text, for `EXECUTE`. Statements without a name are left out (sent as text).
+   */
+  private async prepareOn(client: PoolClient, statements: NamedStatement[]): Promise<Map<string, string>> {
+    let names = this.prepared.get(client);
+    if (!names) this.prepared.set(client, (names = new Map<string, string>()));
+    const missing = statements.filter((s): s is NamedStatement & { name: string } => s.name !== undefined && !names.has(s.text));
+    if (missing.length === 0) return names;
+    // never the names node-postgres prepares statements under itself
+    const prepares = missing.map((s) => `PREPARE ${s.name}_sql AS ${s.text}`);
+    try {
+      await client.query(prepares.join(';\n'));
+    } catch (err) {
+      // Prepared already by another module on the same DataSource and schema (the same text under the same name):
+      // one by one, so that the others are prepared all the same.
+      if (sqlState(err) !== DUPLICATE_PREPARED_STATEMENT) throw err;
+      for (const text of prepares) {
+        await client.query(text).catch((e: unknown) => {
+          if (sqlState(e) !== DUPLICATE_PREPARED_STATEMENT) throw e;
+        });
       }
-      this.preparedClients.add(client);
     }
-    return name;
+    for (const s of missing) names.set(s.text, `${s.name}_sql`);
+    return names;
   }
 
   /** Asked on the connection already held, so that it never waits for another one. */
@@ -135,29 +184,82 @@ export class PostgresTransactions extends IdempotencyTransactions {
     const rows = async <R>(text: string, values: unknown[] = []): Promise<R[]> => (await runner.query(text, values, true)).records as R[];
     // The library's own statements go to the connection directly, named (prepared once per connection) unless
     // postgres.preparedStatements is off; the handler's go through TypeORM as usual.
-    const client = (runner as unknown as { databaseConnection: PoolClient }).databaseConnection;
-    const run = async <R extends QueryResultRow>(statement: NamedStatement, values: unknown[]): Promise<R[]> => (await client.query<R>({ ...statement, values })).rows;
+    const client = clientOf(runner);
+    const prepared = this.prepared;
     let finished = false;
+    const rollback = async (): Promise<void> => {
+      if (finished) return;
+      finished = true;
+      try {
+        await runner.rollbackTransaction();
+        if (owned) await runner.release();
+      } catch (err) {
+        await discard(runner, owned, err);
+      }
+    };
+    const commitAfter = async (statements: InlineStatement[], options: { undoWork?: boolean } = {}): Promise<QueryResultRow[][]> => {
+      if (finished) throw new Error('the transaction is already finished');
+      if (!owned) {
+        // Inside an outer transaction: one by one, then the savepoint is released (nothing is durable yet anyway).
+        const results: QueryResultRow[][] = [];
+        try {
+          if (options.undoWork) await rows('ROLLBACK TO SAVEPOINT idempotency_work');
+          for (const s of statements) results.push(await rows(s.statement.text, s.values));
+        } catch (err) {
+          await rollback();
+          throw err;
+        }
+        finished = true;
+        await runner.commitTransaction();
+        return results;
+      }
+      finished = true;
+      const names = prepared.get(client);
+      const parts = statements.map((s) => inlineStatementText(s, names?.get(s.statement.text)));
+      if (options.undoWork) parts.unshift('ROLLBACK TO SAVEPOINT idempotency_work');
+      parts.push('COMMIT');
+      let results: QueryResult[];
+      try {
+        await runner.broadcaster.broadcast('BeforeTransactionCommit');
+        results = asResults(await client.query(parts.join(';\n')));
+      } catch (err) {
+        // A statement failed before the COMMIT (the transaction is aborted) or the COMMIT did: end it either way.
+        await endAfterFailure(runner, client, err);
+        throw err;
+      }
+      // TypeORM's own commitTransaction would cost a round trip of its own: its state is set as it would set it.
+      Object.assign(runner, { isTransactionActive: false, transactionDepth: 0 });
+      try {
+        await runner.broadcaster.broadcast('AfterTransactionCommit');
+      } finally {
+        await runner.release();
+      }
+      const first = options.undoWork ? 1 : 0;
+      return results.slice(first, first + statements.length).map((r) => r.rows as QueryResultRow[]);
+    };
     return {
       manager: runner.manager,
       nested: !owned,
       query: rows,
-      async undoWork(): Promise<void> {
-        await runner.query('ROLLBACK TO SAVEPOINT idempotency_work');
+      async completeAndCommit(claim: Claim, result: unknown, undoWork: boolean): Promise<CompletedRecord | null> {
+        let found: QueryResultRow[][];
+        try {
+          found = await commitAfter([{ statement: sql.completeInTransaction, values: [claim.id, claim.token, JSON.stringify(result)] }], { undoWork });
+        } catch (err) {
+          if (err instanceof Error && err.message.includes(CLAIM_TAKEN_OVER)) return null;
+          throw err;
+        }
+        return { fingerprint: claim.fingerprint, result, expiresAt: (found[0][0] as { expires_at: Date }).expires_at.getTime() };
       },
-      async release(claim: Claim, error: unknown): Promise<void> {
-        await run(sql.release, [claim.id, claim.token, error === undefined ? null : JSON.stringify(error)]);
+      async releaseAndCommit(claim: Claim, error: unknown, undoWork: boolean): Promise<void> {
+        await commitAfter([{ statement: sql.release, values: [claim.id, claim.token, error === undefined ? null : JSON.stringify(error)] }], { undoWork });
       },
+      commitAfter,
       async recentFailure(scope: string, key: string, withinMs: number): Promise<unknown> {
-        return (await run<{ error: unknown }>(sql.recentFailure, [scope, key, Math.ceil(withinMs)]))[0]?.error ?? undefined;
+        return (await client.query<{ error: unknown }>({ ...sql.recentFailure, values: [scope, key, Math.ceil(withinMs)] })).rows[0]?.error ?? undefined;
       },
       async ping(): Promise<void> {
         await runner.query('SELECT 1');
-      },
-      async complete(claim: Claim, result: unknown): Promise<CompletedRecord | null> {
-        const rows = await run<{ expires_at: Date }>(sql.complete, [claim.id, claim.token, JSON.stringify(result)]);
-        if (rows.length === 0) return null;
-        return { fingerprint: claim.fingerprint, result, expiresAt: rows[0].expires_at.getTime() };
       },
       async commit(): Promise<void> {
         if (finished) return;
@@ -170,16 +272,7 @@ export class PostgresTransactions extends IdempotencyTransactions {
         }
         if (owned) await runner.release();
       },
-      async rollback(): Promise<void> {
-        if (finished) return;
-        finished = true;
-        try {
-          await runner.rollbackTransaction();
-          if (owned) await runner.release();
-        } catch (err) {
-          await discard(runner, owned, err);
-        }
-      },
+      rollback,
     };
   }
 }
@@ -202,6 +295,32 @@ function sqlState(err: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
+/** The pg client a connected TypeORM query runner holds. */
+function clientOf(runner: QueryRunner): PoolClient {
+  return (runner as unknown as { databaseConnection: PoolClient }).databaseConnection;
+}
+
+/** node-postgres answers a query of several statements with one result each, a single statement with one result. */
+function asResults(reply: QueryResult<QueryResultRow> | QueryResult<QueryResultRow>[]): QueryResult<QueryResultRow>[] {
+  return Array.isArray(reply) ? reply : [reply];
+}
+
+/**
+ * Ends the transaction after a failed one-round-trip ending: a ROLLBACK for a statement that failed before the
+ * COMMIT (harmless when the COMMIT itself failed), then the connection goes back to the pool, or is dropped when
+ * even that failed.
+ */
+async function endAfterFailure(runner: QueryRunner, client: PoolClient, err: unknown): Promise<void> {
+  Object.assign(runner, { isTransactionActive: false, transactionDepth: 0 });
+  try {
+    await client.query('ROLLBACK');
+  } catch {
+    await discard(runner, true, err);
+    return;
+  }
+  await runner.release();
+}
+
 /** A connection whose transaction could not be ended cleanly is not reused: the pool drops it. */
 async function discard(runner: QueryRunner, owned: boolean, err: unknown): Promise<void> {
   if (!owned) return;
@@ -209,8 +328,20 @@ async function discard(runner: QueryRunner, owned: boolean, err: unknown): Promi
   await (release ? release.call(runner, err instanceof Error ? err : new Error(String(err))) : runner.release());
 }
 
-/** Waits at most `withinMs` for a pooled connection; one that arrives later goes straight back. */
-async function connectWithin(runner: QueryRunner, withinMs: number): Promise<void> {
+/**
+ * Waits at most `withinMs` for a pooled connection; one that arrives later goes straight back. With an idle
+ * connection in `pool` and nobody waiting, the pool hands it over at once: no timer then.
+ */
+async function connectWithin(runner: QueryRunner, withinMs: number, pool: Pool): Promise<void> {
+  if (pool.idleCount > 0 && pool.waitingCount === 0) {
+    try {
+      await runner.connect();
+    } catch (err) {
+      await runner.release();
+      throw new StoreUnavailableError(err);
+    }
+    return;
+  }
   let timer: NodeJS.Timeout | undefined;
   let timedOut = false;
   const connecting = runner.connect();

@@ -48,54 +48,43 @@ export class TransactionalCall {
   }
 
   /**
-   * Stores `result` inside the transaction and commits: the claim, the writes and the outcome become visible
-   * together. Throws {@link StoreUnavailableError} when Postgres failed (nothing of the transaction survives then,
-   * not even the claim: the key is free), {@link LeaseLostError} should the claim be gone.
+   * Stores `result` inside the transaction and commits, in one round trip: the claim, the writes and the outcome
+   * become visible together. Throws {@link StoreUnavailableError} when Postgres failed (nothing of the transaction
+   * survives then, not even the claim: the key is free), {@link LeaseLostError} should the claim be gone.
    */
-  async commitWith(result: unknown): Promise<CompletedRecord> {
-    const record = await this.finish(async () => {
-      const completed = await this.tx.complete(this.claim, result);
-      if (!completed) throw new LeaseLostError(this.claim.key);
-      return completed;
-    });
-    // Within an outer transaction nothing is durable before it commits: the cache must not answer for it yet.
-    if (!this.tx.nested) await this.engine.completed(this.claim, record);
-    return record;
+  commitWith(result: unknown): Promise<CompletedRecord> {
+    return this.completeAndCommit(result, false);
   }
 
   /**
    * A final outcome that is not a success (a stored failure, a final 4xx): the work's writes are rolled back,
-   * then `result` is stored and committed with the claim. Throws like {@link commitWith}.
+   * then `result` is stored and committed with the claim (one round trip). Throws like {@link commitWith}.
    */
-  async storeFailure(result: unknown): Promise<CompletedRecord> {
-    await this.undo();
-    return this.commitWith(result);
+  storeFailure(result: unknown): Promise<CompletedRecord> {
+    return this.completeAndCommit(result, true);
   }
 
   /**
    * Releases the key after a failure: the work's writes are rolled back, the claim is marked failed (with
-   * `error`) and committed, so a waiting duplicate sees the failure. Never throws: should Postgres fail, the
-   * whole transaction rolls back, which frees the key as well.
+   * `error`) and committed (one round trip), so a waiting duplicate sees the failure. Never throws: should
+   * Postgres fail, the whole transaction rolls back, which frees the key as well.
    */
   async releaseWith(error?: unknown): Promise<void> {
     if (this.done) return;
+    this.finishing();
     try {
-      await this.undo();
-      await this.finish(() => this.tx.release(this.claim, error));
+      await this.tx.releaseAndCommit(this.claim, error, true);
     } catch (err) {
       // the transaction rolled back whole, claim included: the key is free all the same
       this.engine.logFailedSettle(this.claim, err);
     }
-    await this.engine.released(this.claim);
   }
 
   /** Rolls everything back, the claim included (the key is as it was before). Never throws; a no-op once finished. */
   async abandon(): Promise<void> {
     if (this.done) return;
-    this.done = true;
-    this.stopPing();
+    this.finishing();
     await this.tx.rollback();
-    await this.engine.released(this.claim);
   }
 
   /** The failure stored for the key within the last `withinMs` (by the holder this call waited for), if any. */
@@ -103,34 +92,25 @@ export class TransactionalCall {
     return this.tx.recentFailure(this.claim.scope, this.claim.key, withinMs);
   }
 
-  private async undo(): Promise<void> {
-    if (this.done) throw new Error(`TransactionalCall: the transaction of key "${this.claim.key}" is already finished`);
+  private async completeAndCommit(result: unknown, undoWork: boolean): Promise<CompletedRecord> {
+    this.finishing();
+    let record: CompletedRecord | null;
     try {
-      await this.tx.undoWork();
+      record = await this.tx.completeAndCommit(this.claim, result, undoWork);
     } catch (err) {
-      await this.abandon();
       throw new StoreUnavailableError(err);
     }
+    if (!record) throw new LeaseLostError(this.claim.key);
+    // Within an outer transaction nothing is durable before it commits: the cache must not answer for it yet.
+    if (!this.tx.nested) await this.engine.completed(this.claim, record);
+    return record;
   }
 
-  /** Runs `last` in the transaction and commits; on any failure everything rolls back. */
-  private async finish<T>(last: () => Promise<T>): Promise<T> {
+  /** Marks the call finished (its transaction is being ended) and stops pinging it. */
+  private finishing(): void {
     if (this.done) throw new Error(`TransactionalCall: the transaction of key "${this.claim.key}" is already finished`);
     this.done = true;
     this.stopPing();
-    let value: T;
-    try {
-      value = await last();
-    } catch (err) {
-      await this.tx.rollback();
-      throw err instanceof LeaseLostError ? err : new StoreUnavailableError(err);
-    }
-    try {
-      await this.tx.commit();
-    } catch (err) {
-      throw new StoreUnavailableError(err);
-    }
-    return value;
   }
 }
 

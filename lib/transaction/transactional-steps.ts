@@ -1,15 +1,15 @@
+import type { QueryResultRow } from 'pg';
 import type { StepOutcome } from '../workflow/storage/workflow.store';
 import { StepRow, toCheckpoint } from '../workflow/storage/postgres-workflow.store';
 import { isTransientDatabaseError } from '../workflow/storage/transient';
 import { workflowSql, WorkflowSql } from '../workflow/storage/workflow.sql';
-import type { StepCheckpoint } from '../workflow/workflow.interfaces';
+import type { StepCheckpoint, WorkflowStatus } from '../workflow/workflow.interfaces';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
+import { withPreparedStatements } from '../storage/postgres/statements';
 import { withTransaction } from './current-transaction';
 import { IdempotencyTransactions, OpenTransaction } from './idempotency-transactions';
+import type { InlineStatement } from './inline-statement';
 import type { TransactionIsolation } from './transaction-options';
-
-/** How many times the checkpoint is asked again when it lost a race against a row its snapshot could not see yet. */
-const RACE_RETRIES = 5;
 
 /** The checkpoint a step attempt writes. */
 export interface StepEntry {
@@ -20,17 +20,28 @@ export interface StepEntry {
   argsHash: string | null;
 }
 
-type Written = { written: boolean; checkpoint: StepCheckpoint };
+/** The step's state, as `WorkflowStore.stepState` reads it: with a checkpoint once the step has one. */
+export interface StepState {
+  status: WorkflowStatus | null;
+  checkpoint: StepCheckpoint | null;
+}
+
+/** The start of the error the check after a transactional checkpoint fails with when the checkpoint is not its own. */
+const NOT_WRITTEN = 'idempotency: the step checkpoint was not written by this transaction; rows written: ';
+
+type StepStateRow = StepRow & { execution_status: WorkflowStatus };
 
 /**
- * `@Step({ transaction: true })`: the attempt runs in a transaction of the library and a completed outcome is
- * checkpointed inside it, so the step's writes and its checkpoint commit together. A worker killed mid-step leaves
- * nothing; a second worker finishing the same step finds the first one's checkpoint, rolls its own writes back and
- * adopts it. A failed outcome rolls the writes back and is checkpointed on its own — unless the transaction's
- * connection was lost (Postgres restarting), which is thrown so BullMQ runs the job again.
+ * `@Step({ transaction: true })`: the step's state is read as the first statement of a transaction of the library
+ * (one round trip with its START), the attempt runs in it, and a completed outcome is checkpointed and committed
+ * in one more round trip, so the step's writes and its checkpoint commit together: with the step's own writes,
+ * three round trips in all, as many as a step without a transaction. A worker killed mid-step leaves nothing; a
+ * second worker finishing the same step finds the first one's checkpoint (the check after the checkpoint fails, so
+ * nothing commits) and adopts it. A failed outcome rolls the writes back and is checkpointed on its own — unless
+ * the transaction's connection was lost (Postgres restarting), which is thrown so BullMQ runs the job again.
  */
 export class TransactionalSteps {
-  private statements?: WorkflowSql;
+  private statements?: { sql: WorkflowSql; written: InlineStatement['statement'] };
 
   constructor(
     private readonly transactions: IdempotencyTransactions,
@@ -38,15 +49,26 @@ export class TransactionalSteps {
     private readonly acquireWithinMs: number,
   ) {}
 
-  async run(isolation: TransactionIsolation, entry: StepEntry, attempt: () => Promise<StepOutcome>, checkpointAlone: (outcome: StepOutcome) => Promise<Written>): Promise<Written> {
-    const tx = await this.transactions.begin(isolation, this.acquireWithinMs);
+  /**
+   * Reads the step's state in a new transaction; when it has no checkpoint yet and its execution is running, runs
+   * `attempt` in it and checkpoints a completed outcome before the commit (a failed one by `checkpointAlone`).
+   * Resolves the state, with the checkpoint this call wrote or adopted; without one when the execution stopped.
+   */
+  async run(isolation: TransactionIsolation, entry: StepEntry, attempt: () => Promise<StepOutcome>, checkpointAlone: (outcome: StepOutcome) => Promise<{ checkpoint: StepCheckpoint }>): Promise<StepState> {
+    const { sql, written } = this.sql();
+    const { tx, rows } = await this.transactions.beginWith(
+      isolation, this.acquireWithinMs, { statement: sql.stepState, values: [entry.executionId, entry.position] }, [sql.checkpoint, written],
+    );
+    const state = stateOf(rows);
+    if (state.checkpoint || (state.status !== 'running' && state.status !== 'pending')) {
+      await tx.rollback();
+      return state;
+    }
     let outcome: StepOutcome;
-    let written: Written;
     try {
       outcome = await withTransaction(tx.manager, attempt);
-      if (outcome.status === 'completed') written = await this.checkpoint(entry, outcome, (text, values) => tx.query(text, values));
     } catch (err) {
-      await tx.rollback(); // a retried attempt, or Postgres failing: BullMQ runs the job again
+      await tx.rollback(); // a retried attempt: BullMQ runs the job again
       throw err;
     }
     if (outcome.status !== 'completed') {
@@ -54,25 +76,43 @@ export class TransactionalSteps {
       await tx.rollback();
       // Postgres cut the transaction's connection (a restart): the library's failure, not the step's — run the job again
       if (lost) throw lost;
-      return checkpointAlone(outcome);
+      return { status: state.status, checkpoint: (await checkpointAlone(outcome)).checkpoint };
     }
-    if (!written!.written) {
-      await tx.rollback(); // another worker's checkpoint stands: its writes count, these are undone
-      return written!;
+    const values = [entry.executionId, entry.position, entry.name, 'completed', JSON.stringify(outcome.result ?? null), null, entry.attempts, entry.argsHash];
+    let results: QueryResultRow[][];
+    try {
+      // should the commit fail, the job runs again and adopts the checkpoint if the commit went through
+      results = await tx.commitAfter([{ statement: sql.checkpoint, values }, { statement: written, values: [entry.executionId, entry.position] }]);
+    } catch (err) {
+      if (!(err instanceof Error && err.message.includes(NOT_WRITTEN))) throw err;
+      // Another worker's checkpoint stands (or committed after this statement's snapshot): its writes count, these were undone.
+      const adopted = stateOf((await this.connections.pool.query<StepStateRow>({ ...sql.stepState, values: [entry.executionId, entry.position] })).rows);
+      if (!adopted.checkpoint) throw new Error(`checkpoint of step "${entry.name}" (#${entry.position}) of execution ${entry.executionId} raced and is not there yet; it will be retried`);
+      return adopted;
     }
-    await tx.commit(); // should it fail, the job runs again and adopts the checkpoint if the commit went through
-    return written!;
+    return { status: state.status, checkpoint: toCheckpoint(results[0][0] as StepRow) };
   }
 
-  private async checkpoint(entry: StepEntry, outcome: StepOutcome & { status: 'completed' }, query: <R>(text: string, values: unknown[]) => Promise<R[]>): Promise<Written> {
-    const sql = (this.statements ??= workflowSql(this.connections.schema));
-    const values = [entry.executionId, entry.position, entry.name, 'completed', JSON.stringify(outcome.result ?? null), null, entry.attempts, entry.argsHash];
-    for (let i = 0; i < RACE_RETRIES; i++) {
-      const rows = await query<StepRow & { written: boolean }>(sql.checkpoint.text, values);
-      if (rows.length > 0) return { written: rows[0].written, checkpoint: toCheckpoint(rows[0]) };
-    }
-    throw new Error(`checkpoint of step "${entry.name}" (#${entry.position}) of execution ${entry.executionId} kept racing; it will be retried`);
+  private sql(): { sql: WorkflowSql; written: InlineStatement['statement'] } {
+    if (this.statements) return this.statements;
+    const sql = withPreparedStatements(workflowSql(this.connections.schema), this.connections.preparedStatements);
+    // After the checkpoint, in the same transaction: fails unless the step's row is this transaction's own (its xmin
+    // is this transaction's id), so that the COMMIT after it never runs when another worker's checkpoint stands.
+    // The failing cast is computed from the aggregate, so the planner cannot fold it beforehand.
+    const text = `
+      SELECT CAST('${NOT_WRITTEN}' || count(*) AS int) FROM ${sql.stepsTable}
+       WHERE execution_id = $1::uuid AND position = $2::int AND xmin = (txid_current() % 4294967296)::text::xid
+      HAVING count(*) = 0`;
+    const written = sql.checkpoint.name ? { name: `${sql.checkpoint.name}_written`, text } : { text };
+    return (this.statements = { sql, written });
   }
+}
+
+/** The state `WorkflowStore.stepState` reads, from the rows of its statement. */
+function stateOf(rows: QueryResultRow[]): StepState {
+  if (rows.length === 0) return { status: null, checkpoint: null };
+  const row = rows[0] as StepStateRow;
+  return { status: row.execution_status, checkpoint: row.name === null ? null : toCheckpoint(row) };
 }
 
 /** The error that shows the transaction's connection is gone (lost or released after an error), or undefined. */

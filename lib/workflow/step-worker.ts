@@ -16,7 +16,7 @@ import type { StepCheckpoint, StepContext } from './workflow.interfaces';
 import { RegisteredStep, WorkflowRegistry } from './workflow.registry';
 import { stepJobId, WorkflowQueues } from './workflow-queues';
 import { LongTimer, setLongTimeout } from '../utils/long-timer';
-import { TransactionalSteps } from '../transaction/transactional-steps';
+import { StepState, TransactionalSteps } from '../transaction/transactional-steps';
 import { settleTask, startTask } from '../task/task-run';
 import { QueueSettings } from '../queues/queue-settings';
 
@@ -91,28 +91,35 @@ export class StepWorker {
     const key = `${queue}\u0000${jobId}`;
     this.inFlight.add(key);
     try {
-      // A fresh job's first start cannot find a checkpoint (see StepJobData.fresh): its run learns of a cancellation
-      // from the previous step's checkpoint. Any other start asks Postgres first.
-      const state = isFirstStart(job) && !step.transaction ? undefined : await this.store.stepState(data.executionId, data.position);
-      let checkpoint = state?.checkpoint ?? null;
+      const attempt = job.attemptsMade + 1;
+      const write = (outcome: StepOutcome) => this.store.checkpoint(data.executionId, data.position, step.name, outcome, attempt, data.argsHash ?? null);
+      const run = () => this.observer.stepAttempt({ ...data, stepName: step.name, attempt }, () => this.attempt(step, instance, data, attempt));
+      // A @Task(): its execution (or, called from a workflow, its record under the parent) shows it running.
+      const isTask = this.registry.find(data.owner)?.task !== undefined;
+      let checkpoint: StepCheckpoint | null;
       let execution: CheckpointedExecution | undefined;
+      let state: StepState | undefined;
+      if (step.transaction && this.transactional) {
+        // @Step({ transaction: true }): the state is read in the step's transaction, which runs it and commits its
+        // writes with its checkpoint (the explorer checked `transactional` exists)
+        if (isTask) await startTask(this.store, data);
+        state = await this.transactional.run(step.transaction.isolation, { executionId: data.executionId, position: data.position, name: step.name, attempts: attempt, argsHash: data.argsHash ?? null }, run, write);
+        checkpoint = state.checkpoint;
+      } else {
+        // A fresh job's first start cannot find a checkpoint (see StepJobData.fresh): its run learns of a cancellation
+        // from the previous step's checkpoint. Any other start asks Postgres first.
+        state = isFirstStart(job) ? undefined : await this.store.stepState(data.executionId, data.position);
+        checkpoint = state?.checkpoint ?? null;
+      }
       if (!checkpoint) {
         if (state && state.status !== 'running' && state.status !== 'pending') {
           this.queues.notify(queue, jobId, { kind: 'finished' });
           return { kind: 'stopped', status: state.status };
         }
-        // A @Task(): its execution (or, called from a workflow, its record under the parent) shows it running.
-        if (this.registry.find(data.owner)?.task) await startTask(this.store, data);
-        const attempt = job.attemptsMade + 1;
-        const write = (outcome: StepOutcome) => this.store.checkpoint(data.executionId, data.position, step.name, outcome, attempt, data.argsHash ?? null);
-        const run = () => this.observer.stepAttempt({ ...data, stepName: step.name, attempt }, () => this.attempt(step, instance, data, attempt));
-        // @Step({ transaction: true }): the step's writes and its checkpoint commit together (the explorer checked `transactional` exists)
-        const written: { checkpoint: StepCheckpoint; execution?: CheckpointedExecution } = step.transaction && this.transactional
-          ? await this.transactional.run(step.transaction.isolation, { executionId: data.executionId, position: data.position, name: step.name, attempts: attempt, argsHash: data.argsHash ?? null }, run, write)
-          : await write(await run());
-        ({ checkpoint, execution } = written);
+        if (isTask) await startTask(this.store, data);
+        ({ checkpoint, execution } = await write(await run()));
       }
-      if (this.registry.find(data.owner)?.task) await settleTask(this.store, data, checkpoint);
+      if (isTask) await settleTask(this.store, data, checkpoint);
       // The outcome goes to a waiter in this process directly; BullMQ only learns that it is in Postgres.
       this.queues.notify(queue, jobId, { kind: 'checkpoint', checkpoint, execution });
       return { kind: 'checkpointed', position: data.position };

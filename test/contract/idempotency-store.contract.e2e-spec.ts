@@ -48,6 +48,20 @@ describe.each(IMPLEMENTATIONS)('IdempotencyStore contract: $name', (implementati
     expect(await s.store.find(req.scope, req.key)).toMatchObject({ kind: 'completed', record: { result: stored } });
   });
 
+  it('cache peek: reads a cached outcome and marks nothing; a key in flight or unknown reads as nothing', async () => {
+    const req = fresh();
+    expect(await s.cache.peek(req.scope, req.key)).toBeUndefined();
+    const claim = claimOf(await s.service.begin(req));
+    expect(await s.cache.peek(req.scope, req.key)).toBeUndefined();
+    await s.service.complete(claim, 'done');
+    expect(await s.cache.peek(req.scope, req.key)).toMatchObject({ fingerprint: 'fp-a', result: 'done' });
+    const other = fresh();
+    expect(await s.cache.peek(other.scope, other.key)).toBeUndefined();
+    // peek marked nothing: the next lookup misses (and marks the key in flight) instead of finding it busy
+    expect(await s.cache.lookup(other.scope, other.key, 'fp-a', 30_000)).toEqual({ kind: 'miss' });
+    expect(await s.cache.lookup(other.scope, other.key, 'fp-a', 30_000)).toEqual({ kind: 'busy', fingerprint: 'fp-a' });
+  });
+
   it('mismatch: another request under a completed or held key is refused, and the record stays', async () => {
     const done = fresh();
     await s.service.complete(claimOf(await s.service.begin(done)), 'first');

@@ -1,12 +1,13 @@
 import { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { IdempotencyService, IdempotencyStore, IdempotencyTestingModule, WorkflowStore } from '../../lib';
+import { IdempotencyCache, IdempotencyService, IdempotencyStore, IdempotencyTestingModule, WorkflowStore } from '../../lib';
 import { createTestApp, uniqueSchema } from '../support/test-app';
 
 /** What a contract test drives: the engine with its store and cache, and the workflow store. */
 export interface Subject {
   service: IdempotencyService;
   store: IdempotencyStore;
+  cache: IdempotencyCache;
   workflows: WorkflowStore;
   close(): Promise<void>;
 }
@@ -21,6 +22,7 @@ function subjectOf(app: INestApplication): Subject {
   return {
     service: app.get(IdempotencyService),
     store: app.get(IdempotencyStore),
+    cache: app.get(IdempotencyCache),
     workflows: app.get(WorkflowStore),
     close: () => app.close(),
   };
@@ -66,6 +68,9 @@ export function bootForSuite(implementation: Implementation): Subject {
     },
     get store() {
       return current().store;
+    },
+    get cache() {
+      return current().cache;
     },
     get workflows() {
       return current().workflows;

@@ -6,7 +6,7 @@ import { ADAPTERS, createTestApp, sql, uniqueSchema } from '../support/test-app'
 
 interface ChargeBody {
   id: string;
-  fail?: 'crash' | 'decline';
+  fail?: 'crash' | 'decline' | 'taken-over';
 }
 
 /** What the charge handler waits for after its write, per charge id (all calls pass at once unless a test holds them). */
@@ -20,6 +20,8 @@ class ChargeController {
   async charge(@Body() body: ChargeBody): Promise<{ charged: string }> {
     await currentTransaction().query(`INSERT INTO ${ledgerTable} (charge_id) VALUES ($1)`, [body.id]);
     await hold.next(body.id);
+    // Stands for a holder whose claim another request took over: the claim's token no longer holds the record.
+    if (body.fail === 'taken-over') await currentTransaction().query(`UPDATE ${ledgerTable.replace('ledger', 'idempotency_records')} SET lease_token = gen_random_uuid() WHERE status = 'in_progress'`);
     if (body.fail === 'decline') throw new UnprocessableEntityException('card declined');
     if (body.fail === 'crash') throw new Error('gateway exploded');
     return { charged: body.id };
@@ -112,6 +114,17 @@ describe.each(ADAPTERS)('HTTP transactional mode (%s)', (adapter) => {
     expect(again.status).toBe(422);
     expect(again.headers['idempotent-replayed']).toBe('true');
     expect(await rows('c3')).toBe(0);
+  });
+
+  it('answers 409 when the completion finds its claim taken over: nothing of the transaction commits, a retry runs once', async () => {
+    const res = await post('/charges', 'k9', { id: 'c9', fail: 'taken-over' });
+    expect(res.status).toBe(409);
+    expect(res.headers['content-type']).toContain(PROBLEM_CONTENT_TYPE);
+    expect(await rows('c9')).toBe(0);
+    expect(await records('k9')).toBe(0);
+    const retry = await post('/charges', 'k9', { id: 'c9' });
+    expect(retry.status).toBe(201);
+    expect(await rows('c9')).toBe(1);
   });
 
   it('answers 409 to a duplicate of an uncommitted claim, and to another request with its key (422 once committed); one row', async () => {

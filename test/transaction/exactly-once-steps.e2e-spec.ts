@@ -73,6 +73,30 @@ describe('@Step({ transaction: true })', () => {
     expect(await second).toEqual({ kind: 'checkpointed', position: first!.data.position });
     expect(await handle.result({ timeout: '30s' })).toBe('debited s2');
     expect(await rows(s.schema, 's2')).toBe(1);
+    // A late redelivery of the job reads the checkpoint in its transaction and does not run the step again.
+    const writes = wrote.length;
+    expect(await process(first!.queue, { id: 'late-redelivery', data: first!.data, attemptsMade: 0 })).toEqual({ kind: 'checkpointed', position: first!.data.position });
+    expect(wrote.length).toBe(writes);
+    expect(await rows(s.schema, 's2')).toBe(1);
+  });
+
+  it('runs nothing for a step job of a cancelled execution: its state is read in the step transaction', async () => {
+    const held = gate();
+    LedgerWorkflow.hold = () => held.promise;
+    const worker = app.get(StepWorker);
+    const process = worker.process.bind(worker);
+    let first: { queue: string; data: StepJobData } | undefined;
+    jest.spyOn(worker, 'process').mockImplementation((queue, job) => {
+      first ??= { queue, data: job.data };
+      return process(queue, job);
+    });
+    await client.start(LedgerWorkflow, { id: 's3' }, { workflowId: 's3' });
+    await waitUntil('the step wrote', () => wrote.includes('s3') && first);
+    await client.cancel('s3');
+    const writes = wrote.length;
+    expect(await process(first!.queue, { id: 'after-cancel', data: first!.data, attemptsMade: 0 })).toEqual({ kind: 'stopped', status: 'cancelled' });
+    expect(wrote.length).toBe(writes);
+    held.open();
   });
 });
 

@@ -26,6 +26,11 @@ export class MemoryIdempotencyCache extends IdempotencyCache {
     return Promise.resolve({ kind: 'miss' });
   }
 
+  override peek(scope: string, key: string): Promise<CompletedRecord | undefined> {
+    const record = live(this.records, slot(scope, key));
+    return Promise.resolve(record ? jsonCopy(record) : undefined);
+  }
+
   remember(scope: string, key: string, record: CompletedRecord): Promise<void> {
     const id = slot(scope, key);
     if (record.expiresAt > Date.now()) this.records.set(id, { value: jsonCopy(record), expiresAt: record.expiresAt });

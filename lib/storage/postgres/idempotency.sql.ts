@@ -21,6 +21,9 @@ const LIVE_PREDICATE = (fingerprint: string) => `(
   OR (status = 'in_progress' AND expires_at > now() AND fingerprint <> ${fingerprint})
   OR (status = 'completed' AND expires_at > now()))`;
 
+/** The start of the error `completeInTransaction` fails with when the claim is no longer the record's holder. */
+export const CLAIM_TAKEN_OVER = 'idempotency: the claim was taken over; completions written: ';
+
 interface Statement {
   name: string;
   text: string;
@@ -31,6 +34,7 @@ export interface IdempotencySql {
   claim: Statement;
   claimInTransaction: Statement;
   complete: Statement;
+  completeInTransaction: Statement;
   release: Statement;
   extend: Statement;
   find: Statement;
@@ -76,6 +80,11 @@ function claimStatement(table: string, variant: { sourceGuard: string; acquiredC
 export function idempotencySql(schema: string): IdempotencySql {
   const table = `${quoteIdent(schema)}.${quoteIdent(RECORDS_TABLE)}`;
   const ms = (param: string) => `(${param}::bigint * interval '1 millisecond')`;
+  const complete = `
+      UPDATE ${table} SET status = 'completed', result = $3::jsonb, locked_until = NULL, completed_at = now(),
+        expires_at = now() + (expires_at - created_at)
+       WHERE id = $1 AND lease_token = $2 AND status = 'in_progress'
+      RETURNING expires_at`;
   const statements = {
     claim: claimStatement(table),
     // The claim of the transactional mode, as the first statement of the handler's transaction (nothing of it is
@@ -90,11 +99,15 @@ export function idempotencySql(schema: string): IdempotencySql {
       acquiredColumn: `set_config('lock_timeout', $8::text, true)`,
     }),
     // The outcome lives for the claim's ttl from now: the claim set expires_at = created_at + ttl.
-    complete: `
-      UPDATE ${table} SET status = 'completed', result = $3::jsonb, locked_until = NULL, completed_at = now(),
-        expires_at = now() + (expires_at - created_at)
-       WHERE id = $1 AND lease_token = $2 AND status = 'in_progress'
-      RETURNING expires_at`,
+    complete,
+    // The completion of the transactional mode, sent with the COMMIT after it in one round trip: should the claim's
+    // token no longer hold the record, the statement fails (its message starts with CLAIM_TAKEN_OVER), so that the
+    // COMMIT is never run. The failing cast is computed from the aggregate, so the planner cannot fold it beforehand.
+    completeInTransaction: `
+      WITH done AS (${complete})
+      SELECT expires_at FROM done
+      UNION ALL
+      SELECT CAST('${CLAIM_TAKEN_OVER}' || count(*) AS timestamptz) FROM done HAVING count(*) = 0`,
     release: `
       UPDATE ${table} SET status = 'failed', error = $3::jsonb, locked_until = NULL, completed_at = now()
        WHERE id = $1 AND lease_token = $2 AND status = 'in_progress'`,

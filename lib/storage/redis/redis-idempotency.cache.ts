@@ -35,6 +35,11 @@ interface CachedRecord {
   e: number;
 }
 
+function toRecord(json: string): CompletedRecord {
+  const cached = JSON.parse(json) as CachedRecord;
+  return { fingerprint: cached.f, result: cached.r, expiresAt: cached.e };
+}
+
 /**
  * The Redis cache: completed records live under `<prefix>:{scope|key}:r` until they expire,
  * in-flight markers under `<prefix>:{scope|key}:f` for one lease. Every call goes through a
@@ -54,13 +59,17 @@ export class RedisIdempotencyCache extends IdempotencyCache {
   lookup(scope: string, key: string, fingerprint: string, leaseMs: number): Promise<CacheLookup> {
     return this.breaker.run(async () => {
       const reply = (await this.eval(this.lookupScript, this.keys(scope, key), [fingerprint, String(leaseMs)])) as [number, string?];
-      if (reply[0] === 1 && reply[1]) {
-        const cached = JSON.parse(reply[1]) as CachedRecord;
-        return { kind: 'hit', record: { fingerprint: cached.f, result: cached.r, expiresAt: cached.e } } as const;
-      }
+      if (reply[0] === 1 && reply[1]) return { kind: 'hit', record: toRecord(reply[1]) } as const;
       if (reply[0] === 2 && reply[1] !== undefined) return { kind: 'busy', fingerprint: reply[1] } as const;
       return { kind: 'miss' } as const;
     }, { kind: 'miss' } as const);
+  }
+
+  override peek(scope: string, key: string): Promise<CompletedRecord | undefined> {
+    return this.breaker.run(async () => {
+      const reply = await this.redis.get(this.keys(scope, key)[0]);
+      return reply === null ? undefined : toRecord(reply);
+    }, undefined);
   }
 
   async remember(scope: string, key: string, record: CompletedRecord): Promise<void> {

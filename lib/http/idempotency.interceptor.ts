@@ -1,6 +1,6 @@
 import { CallHandler, ExecutionContext, HttpException, Inject, Injectable, Logger, NestInterceptor } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { catchError, defer, lastValueFrom, Observable, throwError } from 'rxjs';
+import { catchError, defer, lastValueFrom, Observable, of, throwError } from 'rxjs';
 import { Claim } from '../core/idempotency-record';
 import { BeginResult, IdempotencyService } from '../core/idempotency.service';
 import { BodyNotFingerprintableError } from '../errors/body-not-fingerprintable.error';
@@ -30,16 +30,28 @@ function isFinalStatus(status: number, settings: ResolvedHttpOptions): boolean {
   return status < 500 || settings.storeServerErrors;
 }
 
-/** Marks a request this interceptor handles, so that a second instance of it on the same route lets it through. */
-const APPLIED = Symbol('nestjs-idempotency:applied');
+/**
+ * The requests this interceptor handles, so that a second instance of it on the same route lets them through. A
+ * WeakSet rather than a property on the request: adding one changes the request object's shape, which slows every
+ * later property access on it, in Node and in the adapter.
+ */
+const applied = new WeakSet<object>();
 
 function appliedTo(request: IdempotencyRequest): boolean {
-  return (request as { [APPLIED]?: true })[APPLIED] === true;
+  return applied.has(request);
 }
+
+/** What the interceptor's Observable emits on a replay: nothing the adapter would send (the stored bytes are). */
+const REPLAYED = of(undefined);
 
 /** Whether the interceptor acts on this method (`methods` holds upper-case names; Node gives them so). */
 function actsOn(methods: ReadonlySet<string>, method: string): boolean {
   return methods.has(method) || methods.has(method.toUpperCase());
+}
+
+/** The handler's value as the Observable Nest sends; `undefined` (a replay) as one shared Observable. */
+function asValue(value: unknown): Observable<unknown> {
+  return value === undefined ? REPLAYED : of(value);
 }
 
 function messageOf(err: unknown): string {
@@ -76,7 +88,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     private readonly adapterHost: HttpAdapterHost,
   ) {}
 
-  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> | Promise<Observable<unknown>> {
     // Runs on every request of every route: what lets a request through is checked first, without allocating.
     if (context.getType() !== 'http' || !this.options.http.enabled) return next.handle();
     const route = this.settingsFor(context);
@@ -94,8 +106,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const response = context.getArgByIndex<ResponseLike>(1);
     const parsed = parseIdempotencyKey(raw);
     if ('error' in parsed) throw this.problem(response, new IdempotencyProblemException('invalid-key', parsed.error));
-    (request as { [APPLIED]?: true })[APPLIED] = true;
-    return defer(() => this.handle(parsed.key, request, response, route, next));
+    applied.add(request);
+    // A promise of the Observable, not defer(): Nest adopts either, and this saves an Observable per request.
+    return this.handle(parsed.key, request, response, route, next).then(asValue);
   }
 
   /** The key's scope; by default the configured `scope(request)`, else global. */

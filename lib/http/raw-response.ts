@@ -22,7 +22,10 @@ const BODY_HEADERS = new Set([
 
 /** The Node response under Express's `res` (the response itself) or Fastify's reply (`reply.raw`). */
 export function rawResponse(response: unknown): ServerResponse {
-  const raw = (response as { raw?: ServerResponse }).raw ?? (response as ServerResponse);
+  // Express's response is the Node one: tested first, as it is found at once (`raw` would be looked up through
+  // the whole prototype chain of Express's response before it is found missing).
+  if (typeof (response as ServerResponse).writeHead === 'function' && typeof (response as ServerResponse).end === 'function') return response as ServerResponse;
+  const raw = (response as { raw?: ServerResponse }).raw;
   if (typeof raw?.end !== 'function' || typeof raw.writeHead !== 'function') {
     throw new TypeError('IdempotencyInterceptor: the response is neither a Node ServerResponse nor a Fastify reply');
   }
@@ -37,7 +40,7 @@ export function rawResponse(response: unknown): ServerResponse {
  */
 export function patchResponse(raw: ServerResponse, methods: WireMethods): PatchedResponse {
   const target = raw as unknown as Record<string, unknown>;
-  const own = PATCHED.some((name) => Object.prototype.hasOwnProperty.call(raw, name));
+  const own = Object.hasOwn(raw, 'writeHead') || Object.hasOwn(raw, 'write') || Object.hasOwn(raw, 'end');
   const saved = own ? PATCHED.map((name) => Object.getOwnPropertyDescriptor(raw, name)) : undefined;
   const original = {
     writeHead: target.writeHead as Method,

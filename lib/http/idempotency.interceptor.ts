@@ -253,7 +253,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
     try {
       // false: the lease was taken over and the newer record stands; this client still gets its response.
-      await this.engine.completeWithin(claim, toStoredResponse(sent, route.replayHeaders), route.http.leaseMs);
+      // The response is sent once Postgres holds it (committed: a retry from now on replays it, whatever happens to
+      // this process or to Redis), not once Redis does too: the Redis write (record in, in-flight marker out) is
+      // queued on the client before the response goes out, so a retry through this instance reaches Redis after it
+      // (one connection, commands in order), and one through another instance would have to overtake a command
+      // already on its way. Should it ever, or should Redis fail, the retry finds the marker and is told 409
+      // (in progress, retry after 1 s) — as during the Redis round trip this saves on every first-time key — never
+      // a wrong answer: the marker only ever stands for a key whose outcome Postgres decides.
+      await this.engine.completeWithin(claim, toStoredResponse(sent, route.replayHeaders), route.http.leaseMs, true);
       return undefined;
     } catch (err) {
       this.logger.error(`could not store the response for key "${claim.key}", answering 503 instead: ${messageOf(err)}`);

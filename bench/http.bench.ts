@@ -16,8 +16,8 @@
 //   (k) first-time keys on the same insert with transaction: true (the row commits with the stored response)
 //   (l) the bare app's route behind a no-op interceptor: what Nest charges for any interceptor (the floor of (a), (m))
 //   (m) pass-through: requests without an Idempotency-Key on the guarded route of this library's app
-//   (C), (D), (M), (J), (K): (c), (d), (m), (j), (k) with another checkout's library (BENCH_BASE=<its root>, e.g. main's):
-//   before/after in one run
+//   (B), (C), (D), (M), (J), (K): (b), (c), (d), (m), (j), (k) with another checkout's library (BENCH_BASE=<its root>,
+//   e.g. main's): before/after in one run
 //
 // Settings (environment): BENCH_CONNECTIONS (50), BENCH_DURATION seconds (5), BENCH_WARMUP seconds (1),
 // BENCH_ADAPTERS ("express,fastify"), BENCH_CASES (all; e.g. "b,e"), BENCH_POOL_SIZE (unset: the module's default),
@@ -64,7 +64,7 @@ const DEFAULT_POOL_SIZE = 20;
 const BODY = JSON.stringify({ amount: 42, currency: 'EUR' });
 const RUN = randomBytes(4).toString('hex');
 
-type CaseId = '0' | 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i' | 'j' | 'k' | 'l' | 'm' | 'C' | 'D' | 'M' | 'J' | 'K';
+type CaseId = '0' | 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i' | 'j' | 'k' | 'l' | 'm' | 'B' | 'C' | 'D' | 'M' | 'J' | 'K';
 /** One process each: this library with Redis, with `redis: false`, the bare app, the peer, the floor, and BENCH_BASE's library with and without Redis. */
 type AppName = 'redis' | 'pg' | 'bare' | 'peer' | 'floor' | 'base' | 'basepg';
 type Phase = 'w' | 'm';
@@ -159,6 +159,10 @@ const CASES: CaseSpec[] = [
     keys: () => () => undefined, measuredPrefix: `none-${RUN}`,
   },
   {
+    id: 'B', label: "(B) = (b) with BENCH_BASE's library", app: 'base', path: '/orders',
+    keys: (phase) => counterKeys(`new-base-${RUN}-${phase}-`, 1), measuredPrefix: `new-base-${RUN}-m-`,
+  },
+  {
     id: 'C', label: "(C) = (c) with BENCH_BASE's library", app: 'base', path: '/orders',
     keys: () => () => `replay-base-${RUN}`, measuredPrefix: `replay-base-${RUN}`,
     prepare: (port) => completeOnce(port, `replay-base-${RUN}`),
@@ -182,9 +186,9 @@ const CASES: CaseSpec[] = [
   },
 ];
 /** Measured in this order (writes last, so Postgres background work after (b) does not disturb the replays). */
-const RUN_ORDER: CaseId[] = (['0', 'l', 'a', 'm', 'M', 'c', 'C', 'g', 'd', 'D', 'h', 'b', 'f', 'e', 'i', 'j', 'J', 'k', 'K'] as CaseId[])
+const RUN_ORDER: CaseId[] = (['0', 'l', 'a', 'm', 'M', 'c', 'C', 'g', 'd', 'D', 'h', 'b', 'B', 'f', 'e', 'i', 'j', 'J', 'k', 'K'] as CaseId[])
   .filter((id) => id === '0' || ONLY.length === 0 || ONLY.includes(id))
-  .filter((id) => BASE_DIR !== undefined || !['C', 'D', 'M', 'J', 'K'].includes(id));
+  .filter((id) => BASE_DIR !== undefined || !['B', 'C', 'D', 'M', 'J', 'K'].includes(id));
 /** What (h) reads must exist: (d) prepares it, so (h) brings (d) along. */
 if (RUN_ORDER.includes('h') && !RUN_ORDER.includes('d')) RUN_ORDER.splice(RUN_ORDER.indexOf('h'), 0, 'd');
 
@@ -328,6 +332,7 @@ async function check(spec: CaseSpec, r: autocannon.Result, handler: HandlerStats
       if (handler.repeatedKeys > 0) w.push(`the handler ran ${handler.repeatedKeys} times for a key it had already run for`);
       break;
     case 'b':
+    case 'B':
     case 'j':
     case 'k':
     case 'J':

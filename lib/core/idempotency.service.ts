@@ -327,9 +327,10 @@ export class IdempotencyService {
    * Like {@link complete}, but rides out a store outage (a restart, a dropped connection): the write is retried
    * with backoff (50 ms to 1 s) for at most `withinMs`. Throws {@link StoreUnavailableError} when the outcome
    * could not be stored in that time, or at once on an error that retrying cannot mend. The caller keeps the
-   * lease alive meanwhile.
+   * lease alive meanwhile. With `cacheInBackground`, it resolves once Postgres holds the outcome, without waiting
+   * for the cache to take it (see {@link completed}).
    */
-  async completeWithin(claim: Claim, result: unknown, withinMs: number): Promise<boolean> {
+  async completeWithin(claim: Claim, result: unknown, withinMs: number, cacheInBackground = false): Promise<boolean> {
     const deadline = Date.now() + withinMs;
     let retried = false;
     for (let delay = COMPLETE_RETRY_MIN_MS; ; delay = Math.min(delay * 2, COMPLETE_RETRY_MAX_MS)) {
@@ -337,7 +338,7 @@ export class IdempotencyService {
         let record = await this.store.complete(claim, result);
         // An attempt whose connection dropped may have committed: then the record holds this very result.
         if (!record && retried) record = await this.ownCompletion(claim, result);
-        return await this.completed(claim, record);
+        return await this.completed(claim, record, cacheInBackground);
       } catch (err) {
         if (!isTransientDatabaseError(err) || Date.now() + delay > deadline) throw new StoreUnavailableError(err);
         if (!retried) this.logger.warn(`storing the outcome for key "${claim.key}" failed (${err instanceof Error ? err.message : String(err)}); retrying`);
@@ -354,13 +355,19 @@ export class IdempotencyService {
     return canonicalJson(found.record.result) === canonicalJson(result) ? found.record : null;
   }
 
-  /** Records a completion written by another path (e.g. inside the handler's transaction) in the cache; false when `record` is null. */
-  async completed(claim: Claim, record: CompletedRecord | null): Promise<boolean> {
+  /**
+   * Records a completion written by another path (e.g. inside the handler's transaction) in the cache; false when
+   * `record` is null. `inBackground`: the cache write is sent but not waited for (it never fails: the cache answers
+   * an outage with nothing).
+   */
+  async completed(claim: Claim, record: CompletedRecord | null, inBackground = false): Promise<boolean> {
     if (!record) {
       this.logger.warn(`lease on key "${claim.key}" was lost before completion; its result was not stored`);
       return false;
     }
-    await this.cache.remember(claim.scope, claim.key, record);
+    const remembered = this.cache.remember(claim.scope, claim.key, record);
+    if (inBackground) void remembered.catch(() => undefined);
+    else await remembered;
     return true;
   }
 

@@ -1,7 +1,7 @@
 import { CallHandler, ExecutionContext, HttpException, Inject, Injectable, Logger, NestInterceptor } from '@nestjs/common';
 import { LibraryLogger } from '../observability/library-logger';
 import { HttpAdapterHost } from '@nestjs/core';
-import { catchError, defer, lastValueFrom, Observable, throwError } from 'rxjs';
+import { catchError, defer, lastValueFrom, Observable, of, throwError } from 'rxjs';
 import { Claim } from '../core/idempotency-record';
 import { BeginResult, IdempotencyService } from '../core/idempotency.service';
 import { BodyNotFingerprintableError } from '../errors/body-not-fingerprintable.error';
@@ -31,16 +31,28 @@ function isFinalStatus(status: number, settings: ResolvedHttpOptions): boolean {
   return status < 500 || settings.storeServerErrors;
 }
 
-/** Marks a request this interceptor handles, so that a second instance of it on the same route lets it through. */
-const APPLIED = Symbol('nestjs-idempotency:applied');
+/**
+ * The requests this interceptor handles, so that a second instance of it on the same route lets them through. A
+ * WeakSet rather than a property on the request: adding one changes the request object's shape, which slows every
+ * later property access on it, in Node and in the adapter.
+ */
+const applied = new WeakSet<object>();
 
 function appliedTo(request: IdempotencyRequest): boolean {
-  return (request as { [APPLIED]?: true })[APPLIED] === true;
+  return applied.has(request);
 }
+
+/** What the interceptor's Observable emits on a replay: nothing the adapter would send (the stored bytes are). */
+const REPLAYED = of(undefined);
 
 /** Whether the interceptor acts on this method (`methods` holds upper-case names; Node gives them so). */
 function actsOn(methods: ReadonlySet<string>, method: string): boolean {
   return methods.has(method) || methods.has(method.toUpperCase());
+}
+
+/** The handler's value as the Observable Nest sends; `undefined` (a replay) as one shared Observable. */
+function asValue(value: unknown): Observable<unknown> {
+  return value === undefined ? REPLAYED : of(value);
 }
 
 function messageOf(err: unknown): string {
@@ -77,7 +89,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     private readonly adapterHost: HttpAdapterHost,
   ) {}
 
-  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> | Promise<Observable<unknown>> {
     // Runs on every request of every route: what lets a request through is checked first, without allocating.
     if (context.getType() !== 'http' || !this.options.http.enabled) return next.handle();
     const route = this.settingsFor(context);
@@ -95,8 +107,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const response = context.getArgByIndex<ResponseLike>(1);
     const parsed = parseIdempotencyKey(raw);
     if ('error' in parsed) throw this.problem(response, new IdempotencyProblemException('invalid-key', parsed.error));
-    (request as { [APPLIED]?: true })[APPLIED] = true;
-    return defer(() => this.handle(parsed.key, request, response, route, next));
+    applied.add(request);
+    // A promise of the Observable, not defer(): Nest adopts either, and this saves an Observable per request.
+    return this.handle(parsed.key, request, response, route, next).then(asValue);
   }
 
   /** The key's scope; by default the configured `scope(request)`, else global. */
@@ -241,7 +254,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
     try {
       // false: the lease was taken over and the newer record stands; this client still gets its response.
-      await this.engine.completeWithin(claim, toStoredResponse(sent, route.replayHeaders), route.http.leaseMs);
+      // The response is sent once Postgres holds it (committed: a retry from now on replays it, whatever happens to
+      // this process or to Redis), not once Redis does too: the Redis write (record in, in-flight marker out) is
+      // queued on the client before the response goes out, so a retry through this instance reaches Redis after it
+      // (one connection, commands in order), and one through another instance would have to overtake a command
+      // already on its way. Should it ever, or should Redis fail, the retry finds the marker and is told 409
+      // (in progress, retry after 1 s) — as during the Redis round trip this saves on every first-time key — never
+      // a wrong answer: the marker only ever stands for a key whose outcome Postgres decides.
+      await this.engine.completeWithin(claim, toStoredResponse(sent, route.replayHeaders), route.http.leaseMs, true);
       return undefined;
     } catch (err) {
       this.logger.error(`could not store the response for key "${claim.key}", answering 503 instead: ${messageOf(err)}`);

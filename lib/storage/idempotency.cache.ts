@@ -35,12 +35,15 @@ export abstract class IdempotencyCache {
   abstract touch(scope: string, key: string, leaseMs: number): Promise<void>;
 }
 
+/** One settled answer for every lookup of {@link NoCache}: a Postgres-only request allocates none. */
+const MISS: Promise<CacheLookup> = Promise.resolve({ kind: 'miss' });
+
 /** The cache used when Redis is disabled: always a miss, so every decision is the store's. */
 export class NoCache extends IdempotencyCache {
   override readonly holdsRecords = false;
 
   lookup(): Promise<CacheLookup> {
-    return Promise.resolve({ kind: 'miss' });
+    return MISS;
   }
   remember(): Promise<void> {
     return Promise.resolve();

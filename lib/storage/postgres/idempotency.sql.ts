@@ -118,8 +118,12 @@ export function idempotencySql(schema: string): IdempotencySql {
       SELECT error FROM ${table}
        WHERE scope = $1 AND key = $2 AND status = 'failed' AND error IS NOT NULL AND completed_at >= now() - ${ms('$3')}
        ORDER BY completed_at DESC LIMIT 1`,
+    // A Postgres-only replay is this one read: only what a replay needs, and the one instant that matters (the
+    // outcome's expiry, or the holder's lease) as epoch milliseconds, a float8 that pg reads with parseFloat where a
+    // timestamptz costs a date parse.
     find: `
-      SELECT id, status AS outcome, fingerprint, result, locked_until, expires_at
+      SELECT status AS outcome, fingerprint, result,
+             floor(extract(epoch FROM CASE WHEN status = 'completed' THEN expires_at ELSE locked_until END) * 1000)::float8 AS until_ms
         FROM ${table}
        WHERE scope = $1::text AND key = $2::text AND ${ACTIVE_PREDICATE} AND ${LIVE_PREDICATE('fingerprint')}`,
   };

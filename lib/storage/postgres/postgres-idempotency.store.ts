@@ -17,6 +17,14 @@ export interface ClaimRow extends QueryResultRow {
   taken_over: boolean | null;
 }
 
+/** A row of the `find` statement: `until_ms` is the outcome's expiry when completed, else the lease's end (epoch ms). */
+interface FoundRow extends QueryResultRow {
+  outcome: string;
+  fingerprint: string;
+  result: unknown;
+  until_ms: number | null;
+}
+
 /** How many times a claim is retried when it lost a race against a row its snapshot could not see yet. */
 const CLAIM_RACE_RETRIES = 10;
 
@@ -79,13 +87,11 @@ export class PostgresIdempotencyStore extends IdempotencyStore {
   }
 
   async find(scope: string, key: string): Promise<ClaimOutcome | null> {
-    const { rows } = await this.pool.query<ClaimRow>({ ...this.sql.find, values: [scope, key] });
+    const { rows } = await this.pool.query<FoundRow>({ name: this.sql.find.name, text: this.sql.find.text, values: [scope, key] });
     if (rows.length === 0) return null;
     const row = rows[0];
-    if (row.outcome === 'completed') {
-      return { kind: 'completed', record: { fingerprint: row.fingerprint, result: row.result, expiresAt: row.expires_at.getTime() } };
-    }
-    return { kind: 'in_progress', fingerprint: row.fingerprint, lockedUntil: row.locked_until?.getTime() ?? 0 };
+    if (row.outcome === 'completed') return { kind: 'completed', record: { fingerprint: row.fingerprint, result: row.result, expiresAt: row.until_ms ?? 0 } };
+    return { kind: 'in_progress', fingerprint: row.fingerprint, lockedUntil: row.until_ms ?? 0 };
   }
 }
 

@@ -125,11 +125,20 @@ async function startPostgres(name, fixedPort) {
     const client = new Client({ connectionString: url });
     try {
       await client.connect();
-      await client.query('select 1');
+      // The port was free when chosen, not when the server bound it: make sure this is the server we started.
+      const { rows } = await client.query('SHOW data_directory');
       await client.end();
+      if (path.resolve(rows[0].data_directory) !== path.resolve(dir)) {
+        throw Object.assign(new Error(`another Postgres (${rows[0].data_directory}) took port ${port} before ours bound it`), { portTaken: true });
+      }
       break;
     } catch (err) {
       await client.end().catch(() => undefined);
+      if (err.portTaken) {
+        await stop(proc, 'SIGINT'); // ours could not bind, so it is exiting on its own
+        if (fixedPort) throw err;
+        return startPostgres(name);
+      }
       if (Date.now() > deadline) throw err;
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -163,6 +172,21 @@ async function startRedis(name, fixedPort) {
     '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--protected-mode', 'no',
   ], { stdio: ['ignore', 'ignore', 'ignore'] });
   await waitForPort(port, 15000, proc, 'redis-server');
+  // The port was free when chosen, not when the server bound it: make sure this is the server we started.
+  const Redis = require('ioredis');
+  const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  let servedDir;
+  try {
+    await probe.connect();
+    servedDir = (await probe.config('GET', 'dir'))[1];
+  } finally {
+    probe.disconnect();
+  }
+  if (path.resolve(servedDir) !== path.resolve(dir)) {
+    await stop(proc);
+    if (fixedPort) throw new Error(`another redis-server (${servedDir}) took port ${port} before ours bound it`);
+    return startRedis(name);
+  }
   return { url: `redis://127.0.0.1:${port}`, port, proc };
 }
 

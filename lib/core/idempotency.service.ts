@@ -12,7 +12,6 @@ import { StoredFailureError } from '../errors/stored-failure.error';
 import type { RunOptions } from '../interfaces/run-options.interface';
 import { canonicalJson } from '../utils/canonical-json';
 import { parseDuration } from '../utils/duration';
-import { isTransientDatabaseError } from '../workflow/storage/transient';
 import { IdempotencyCache } from '../storage/idempotency.cache';
 import { IdempotencyStore } from '../storage/idempotency.store';
 import { assertClaimLimits } from './claim-limits';
@@ -340,7 +339,7 @@ export class IdempotencyService {
         if (!record && retried) record = await this.ownCompletion(claim, result);
         return await this.completed(claim, record, cacheInBackground);
       } catch (err) {
-        if (!isTransientDatabaseError(err) || Date.now() + delay > deadline) throw new StoreUnavailableError(err);
+        if (!isStoreOutage(err) || Date.now() + delay > deadline) throw new StoreUnavailableError(err);
         if (!retried) this.logger.warn(`storing the outcome for key "${claim.key}" failed (${err instanceof Error ? err.message : String(err)}); retrying`);
         retried = true;
         await sleep(delay);

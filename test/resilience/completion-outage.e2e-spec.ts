@@ -1,7 +1,7 @@
 // Issue 16 item 23: Postgres restarts between the handler's end and the completion write. The response is held
 // while the write is retried; the client gets its success only once it is stored (so every retry replays it), or
 // 503 problem+json when it could not be stored within one lease. A client never sees two different successes.
-import { Controller, Headers, INestApplication, Post } from '@nestjs/common';
+import { Controller, Headers, INestApplication, Logger, Post } from '@nestjs/common';
 import Redis from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
@@ -16,6 +16,8 @@ jest.setTimeout(120_000); // real Postgres restarts; every wait is bounded by wa
 /** Per key: what the handler does after its work and before it answers (here: stop Postgres). */
 const afterWork = new Map<string, () => Promise<void>>();
 const runs = new Map<string, number>();
+/** The library's error lines (the apps log nothing else): a failed expectation shows why a response was a 503. */
+const errorLines: string[] = [];
 
 @Controller()
 class ChargeController {
@@ -37,6 +39,7 @@ describe('Postgres restarts between the handler and the completion write', () =>
   const apps: { app: INestApplication; url: string; schema: string; adapter: AdapterName; leaseMs: number }[] = [];
 
   beforeAll(async () => {
+    jest.spyOn(Logger.prototype, 'error').mockImplementation((message: unknown) => void errorLines.push(String(message)));
     pg = await startPostgres(name);
     proxy = new TcpProxy(Number(new URL(pg.url).port));
     proxyUrl = `postgres://postgres@127.0.0.1:${await proxy.listen()}/postgres`;
@@ -101,7 +104,7 @@ describe('Postgres restarts between the handler and the completion write', () =>
 
       const first = await pending;
       expect(answeredAfterRestart).toBe(true);
-      expect(first.status).toBe(201);
+      expect({ status: first.status, errors: errorLines.filter((line) => line.includes(key)) }).toEqual({ status: 201, errors: [] });
       expect(JSON.parse(first.text)).toMatchObject({ key, run: 1 });
       const [row] = await query<{ status: string }>(`SELECT status FROM "${schema}".idempotency_records WHERE key = $1`, [key]);
       expect(row.status).toBe('completed');
@@ -120,6 +123,7 @@ describe('Postgres restarts between the handler and the completion write', () =>
       const first = await request(url).post('/charge').set('Idempotency-Key', key).send({ amount: 5 });
       afterWork.delete(key);
       expect(first.status).toBe(503);
+      expect(errorLines.filter((line) => line.includes(key))).toEqual([expect.stringContaining('could not store the response')]);
       expect(first.headers['content-type']).toMatch(/application\/problem\+json/);
       expect(first.headers['retry-after']).toBe('1');
       expect(JSON.parse(first.text)).toMatchObject({ status: 503, type: expect.stringContaining('store-unavailable') });

@@ -5,7 +5,11 @@ describe('transient database errors', () => {
     expect(isTransientDatabaseError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }))).toBe(true);
     expect(isTransientDatabaseError(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }))).toBe(true);
     expect(isTransientDatabaseError(new Error('Connection terminated unexpectedly'))).toBe(true);
+    expect(isTransientDatabaseError(new Error('Client was closed and is not queryable'))).toBe(true);
+    expect(isTransientDatabaseError(new Error('Query read timeout'))).toBe(true);
+    expect(isTransientDatabaseError(Object.assign(new Error('write after end'), { code: 'ERR_STREAM_WRITE_AFTER_END' }))).toBe(true);
     expect(isTransientDatabaseError(Object.assign(new Error('duplicate key'), { code: '23505' }))).toBe(false);
+    expect(isTransientDatabaseError(new Error('card declined'))).toBe(false);
     expect(isTransientDatabaseError('nope')).toBe(false);
   });
 

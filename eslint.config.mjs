@@ -17,6 +17,17 @@ export default tseslint.config(
     },
   },
   {
+    // The library's lines go through LibraryLogger, so that the module's logLevel applies to every one of them.
+    files: ['lib/**/*.ts'],
+    ignores: ['lib/observability/library-logger.ts', '**/*.spec.ts'],
+    rules: {
+      'no-restricted-syntax': ['error', {
+        selector: "NewExpression[callee.name='Logger']",
+        message: 'Log through LibraryLogger (lib/observability/library-logger.ts): logLevel must apply to every library line.',
+      }],
+    },
+  },
+  {
     files: ['test/**/*.ts', 'bench/**/*.ts', 'chaos/**/*.ts', '**/*.spec.ts'],
     rules: {
       '@typescript-eslint/no-unsafe-assignment': 'off',

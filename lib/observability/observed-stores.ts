@@ -80,7 +80,7 @@ export function observeIdempotencyCache(cache: IdempotencyCache, observer: Idemp
 const WORKFLOW_READS = ['begin', 'recordRunEnd', 'release', 'stepState', 'recordedBetween', 'get', 'latest', 'resume', 'list', 'steps', 'unfinished', 'timeOutExpired', 'deleteFinished', 'activity'];
 
 /**
- * The workflow store with each call timed and traced; starts (and the workflow face's claim outcomes), final
+ * The workflow store with each call timed and traced; starts (and the workflow and task faces' claim outcomes), final
  * statuses, step checkpoints and recoveries counted.
  */
 export function observeWorkflowStore(store: WorkflowStore, observer: IdempotencyObserver): WorkflowStore {
@@ -90,13 +90,15 @@ export function observeWorkflowStore(store: WorkflowStore, observer: Idempotency
     after: (o, args, result) => {
       const wanted = args[0] as NewExecution;
       const { inserted, execution } = result as { inserted: boolean; execution: WorkflowExecution & { inputHash: string } };
+      // Tasks share the executions table and its claim; they are counted under their own face, not as workflow starts.
+      const face = wanted.kind === 'task' ? 'task' : 'workflow';
       if (inserted || execution.executionId === wanted.executionId) {
-        o.claimed('workflow', 'acquired');
-        o.workflowStarted(wanted.workflowName);
+        o.claimed(face, 'acquired');
+        if (face === 'workflow') o.workflowStarted(wanted.workflowName);
       } else if (execution.workflowName !== wanted.workflowName || execution.inputHash !== wanted.inputHash) {
-        o.claimed('workflow', 'mismatch');
+        o.claimed(face, 'mismatch');
       } else {
-        o.claimed('workflow', execution.status === 'completed' ? 'replay' : 'in_progress');
+        o.claimed(face, execution.status === 'completed' ? 'replay' : 'in_progress');
       }
     },
   };

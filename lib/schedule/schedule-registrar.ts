@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { LibraryLogger } from '../observability/library-logger';
 import type { Job, Worker } from 'bullmq';
 import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 import { ScheduleInvalidError } from '../errors/schedule-invalid.error';
@@ -41,7 +42,7 @@ export function scheduleProblems(cron: unknown, options: { timezone?: unknown; c
  */
 @Injectable()
 export class ScheduleRegistrar {
-  private readonly logger = new Logger('Schedules');
+  private readonly logger: Logger = new LibraryLogger('Workflows');
   private readonly kinds = new Map<string, OccurrenceStarter>();
   private readonly declared = new Map<string, ScheduleDefinition>();
   private worker?: Worker;

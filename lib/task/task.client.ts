@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { LibraryLogger } from '../observability/library-logger';
 import { MissingTaskIdError } from '../errors/missing-task-id.error';
 import { TaskConflictError } from '../errors/task-conflict.error';
 import { TaskExistsError } from '../errors/task-exists.error';
@@ -30,7 +31,7 @@ type ResultOf<T, K extends keyof T> = T[K] extends (...args: never[]) => infer R
 /** Enqueues `@Task()` methods idempotently, and finds, cancels and lists task executions. */
 @Injectable()
 export class TaskClient {
-  private readonly logger = new Logger('Tasks');
+  private readonly logger: Logger = new LibraryLogger('Workflows');
   @Optional() @Inject(IdempotencyObserver) private readonly observer: IdempotencyObserver = new NoopObserver();
 
   constructor(

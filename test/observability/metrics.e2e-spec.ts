@@ -5,7 +5,8 @@ import { Body, Controller, INestApplication, Injectable, Post } from '@nestjs/co
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import {
-  Idempotent, IdempotencyModule, IdempotencyService, IdempotentMethod, InboxService, OutboxService, Step, Workflow, WorkflowClient, WorkflowConflictError,
+  Idempotent, IdempotencyModule, IdempotencyService, IdempotentMethod, InboxService, OutboxService, Step, Task, TaskClient, TaskConflictError,
+  Workflow, WorkflowClient, WorkflowConflictError,
 } from '../../lib';
 import { IdempotencyConnections } from '../../lib/storage/idempotency-connections';
 import { listen, waitUntil } from '../support/resilience';
@@ -62,6 +63,14 @@ class MeteredWorkflow {
   }
 }
 
+@Injectable()
+class Mailer {
+  @Task({ name: 'metered-mail' })
+  send(to: string): Promise<string> {
+    return Promise.resolve(`sent to ${to}`);
+  }
+}
+
 describe('metrics (OpenTelemetry → Prometheus exporter)', () => {
   const schema = uniqueSchema('obs');
   let prometheus: Awaited<ReturnType<typeof startPrometheus>>;
@@ -86,7 +95,7 @@ describe('metrics (OpenTelemetry → Prometheus exporter)', () => {
         }),
       ],
       controllers: [PayController],
-      providers: [Billing, MeteredWorkflow],
+      providers: [Billing, MeteredWorkflow, Mailer],
     }).compile();
     app = moduleRef.createNestApplication();
     app.useLogger(false);
@@ -180,6 +189,21 @@ describe('metrics (OpenTelemetry → Prometheus exporter)', () => {
     expect(sample(text, 'idempotency_claims_total', { face: 'workflow', outcome: 'mismatch' })).toBe(1);
     expect((sample(text, 'idempotency_claims_total', { face: 'workflow', outcome: 'replay' }) ?? 0) +
       (sample(text, 'idempotency_claims_total', { face: 'workflow', outcome: 'in_progress' }) ?? 0)).toBe(1);
+  });
+
+  it('counts task enqueues under the task face, not as workflow starts', async () => {
+    const tasks = app.get(TaskClient);
+    const startsBefore = sample(await prometheus.scrape(), 'idempotency_workflow_starts_total', { workflow: 'metered-mail' }) ?? 0;
+    const handle = await tasks.enqueue(Mailer, 'send', ['ann'], { taskId: 'mail-1' });
+    await expect(handle.result({ timeout: 30_000 })).resolves.toBe('sent to ann');
+    await tasks.enqueue(Mailer, 'send', ['ann'], { taskId: 'mail-1' });
+    await expect(tasks.enqueue(Mailer, 'send', ['bob'], { taskId: 'mail-1' })).rejects.toBeInstanceOf(TaskConflictError);
+
+    const text = await prometheus.scrape();
+    expect(sample(text, 'idempotency_claims_total', { face: 'task', outcome: 'acquired' })).toBe(1);
+    expect(sample(text, 'idempotency_claims_total', { face: 'task', outcome: 'replay' })).toBe(1);
+    expect(sample(text, 'idempotency_claims_total', { face: 'task', outcome: 'mismatch' })).toBe(1);
+    expect(sample(text, 'idempotency_workflow_starts_total', { workflow: 'metered-mail' }) ?? 0).toBe(startsBefore);
   });
 
   it('reads the outbox gauges from Postgres at each scrape', async () => {

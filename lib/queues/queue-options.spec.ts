@@ -50,4 +50,17 @@ describe('queues option', () => {
     settings.declare(['stirpe']);
     expect(() => settings.assertKnown()).not.toThrow();
   });
+
+  it('refuses a retention on a queue that carries only steps, naming the option it was given in', () => {
+    const given = (options: object) => {
+      const settings = new QueueSettings(resolveOptions({ ...BASE, ...options }));
+      settings.declare(['orders']);
+      settings.declare(['stripe', 'orders'], 'steps');
+      return settings;
+    };
+    expect(() => given({ queues: { stripe: { retention: '30d' } } }).assertKnown()).toThrow(/queues\.stripe\.retention: queue "stripe" carries only steps/);
+    expect(() => given({ retention: { queues: { stripe: '30d' } } }).assertKnown()).toThrow(/retention\.queues\.stripe: queue "stripe" carries only steps/);
+    // A queue that carries a workflow as well as steps keeps that workflow's executions: accepted.
+    expect(() => given({ queues: { orders: { retention: '30d' } } }).assertKnown()).not.toThrow();
+  });
 });

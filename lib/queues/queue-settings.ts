@@ -27,6 +27,8 @@ export function queueJobDefaults(options: Pick<ResolvedOptions, 'queues'>, queue
 @Injectable()
 export class QueueSettings {
   private readonly known = new Set<string>();
+  /** Queues whose jobs are executions (workflows, tasks), as opposed to queues that carry only steps. */
+  private readonly executionQueues = new Set<string>();
 
   constructor(@Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedOptions) {}
 
@@ -48,19 +50,33 @@ export class QueueSettings {
     return this.options.retention.queuesMs[queue];
   }
 
-  /** Records queue names that this application uses (workflow, step and task queues), for {@link assertKnown}. */
-  declare(names: Iterable<string>): void {
-    for (const name of names) this.known.add(name);
+  /**
+   * Records queue names that this application uses, for {@link assertKnown}: `carries` says whether their jobs are
+   * executions (workflow and task queues) or only steps.
+   */
+  declare(names: Iterable<string>, carries: 'executions' | 'steps' = 'executions'): void {
+    for (const name of names) {
+      this.known.add(name);
+      if (carries === 'executions') this.executionQueues.add(name);
+    }
   }
 
-  /** Throws IdempotencyConfigError when `queues` names a queue that no workflow, step or task uses. */
+  /**
+   * Throws IdempotencyConfigError when `queues` names a queue that no workflow, step or task uses, or gives a
+   * retention to a queue that carries only steps (retention keeps finished executions, which belong to the queue
+   * of their workflow or task: it would silently do nothing there).
+   */
   assertKnown(): void {
-    const unknown = Object.keys(this.options.queues ?? {}).filter((name) => !this.known.has(name));
-    if (unknown.length === 0) return;
     const known = [...this.known].sort();
     const list = known.length > 0 ? `known queues: ${known.map((n) => `"${n}"`).join(', ')}` : 'no workflow, step or task of this application uses a queue';
-    throw new IdempotencyConfigError(
-      unknown.map((name) => `queues.${name}: no workflow, step or task uses queue "${name}" (${list}); fix the name or remove the entry`),
-    );
+    const problems = Object.keys(this.options.queues ?? {})
+      .filter((name) => !this.known.has(name))
+      .map((name) => `queues.${name}: no workflow, step or task uses queue "${name}" (${list}); fix the name or remove the entry`);
+    for (const name of Object.keys(this.options.retention.queuesMs)) {
+      if (!this.known.has(name) || this.executionQueues.has(name)) continue;
+      const option = this.options.queues?.[name]?.retentionMs === undefined ? `retention.queues.${name}` : `queues.${name}.retention`;
+      problems.push(`${option}: queue "${name}" carries only steps, and retention keeps finished executions, which live on their workflow's or task's queue; set it there (or @Workflow({ retention })) and remove it here`);
+    }
+    if (problems.length > 0) throw new IdempotencyConfigError(problems);
   }
 }

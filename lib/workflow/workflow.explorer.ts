@@ -50,7 +50,8 @@ export class WorkflowExplorer implements OnModuleInit {
       this.wrapSteps(workflow);
       this.registry.add(workflow);
     }
-    this.queueSettings.declare([...this.registry.workflowQueues(), ...this.registry.stepQueues()]);
+    this.queueSettings.declare(this.registry.workflowQueues());
+    this.queueSettings.declare(this.registry.stepQueues(), 'steps');
   }
 
   private inspect(

@@ -21,6 +21,8 @@ interface JobOptions {
   jobId?: string;
   attempts?: number;
   backoff?: StepBackoff;
+  /** Ms before the first attempt (a task's `enqueue({ delay })`). */
+  delay?: number;
 }
 
 interface Entry {
@@ -137,6 +139,10 @@ class InlineQueue {
 
   private async run(entry: Entry, options: JobOptions): Promise<void> {
     const { job } = entry;
+    if (options.delay && options.delay > 0) {
+      entry.state = 'delayed';
+      await sleep(options.delay, undefined, { signal: this.stop.signal }).catch(() => undefined);
+    }
     while (!entry.removed && !this.stop.signal.aborted) {
       entry.state = 'active';
       try {

@@ -3,12 +3,14 @@ import { Test } from '@nestjs/testing';
 import { IdempotencyTestingModule, Task, TaskClient, TaskConflictError, WorkflowDefinitionError, WorkflowFailedError } from '../../lib';
 
 let sent = 0;
+const sentTo: string[] = [];
 
 @Injectable()
 class Mailer {
   @Task({ name: 'mem-receipt', attempts: 2 })
   send(paymentId: string): Promise<string> {
     sent++;
+    sentTo.push(paymentId);
     return paymentId === 'bad' ? Promise.reject(new Error('no such payment')) : Promise.resolve(`sent ${paymentId}`);
   }
 }
@@ -46,6 +48,16 @@ describe('IdempotencyTestingModule: tasks', () => {
     await expect(failed.result({ timeout: 5_000 })).rejects.toBeInstanceOf(WorkflowFailedError);
     expect(sent).toBe(3); // attempts: 2
     expect((await tasks.enqueue(Mailer, 'send', ['bad'], { taskId: 'receipt-bad' })).executionId).not.toBe(failed.executionId);
+  });
+
+  it('waits for enqueue({ delay }) before running the task, as BullMQ would', async () => {
+    const tasks = app.get(TaskClient);
+    const later = await tasks.enqueue(Mailer, 'send', ['p-later'], { taskId: 'receipt-later', delay: '2s' });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await later.status()).toBe('pending');
+    expect(sentTo.filter((id) => id === 'p-later')).toHaveLength(0);
+    expect(await later.result({ timeout: 10_000 })).toBe('sent p-later');
+    expect(sentTo.filter((id) => id === 'p-later')).toHaveLength(1);
   });
 
   it('refuses transaction: true at startup (there is no database)', async () => {

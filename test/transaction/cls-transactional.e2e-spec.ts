@@ -1,6 +1,7 @@
 // Issue 8, @nestjs-cls/transactional: a repository written for the plugin's TransactionHost (txHost.tx, TypeORM
 // adapter) joins the library's transaction on every face, so its writes commit iff the outcome is stored; where no
-// transaction of the library is open the plugin behaves as before; a plugin on another DataSource fails at startup.
+// transaction of the library is open the plugin behaves as before; a plugin on another DataSource of the same database
+// fails at startup, one on another database (records kept apart on purpose) is left alone.
 import { ClsPluginTransactional, TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Body, Controller, Headers, INestApplication, Injectable, Post } from '@nestjs/common';
@@ -223,6 +224,35 @@ describe('@nestjs-cls/transactional on the other faces, and where the library op
     } finally {
       await misconfigured.close();
       await sql(`DROP SCHEMA IF EXISTS "${other}" CASCADE`);
+    }
+  });
+
+  it('a plugin on another database than the library\'s (records kept apart on purpose) starts; txHost.tx stays the app\'s own', async () => {
+    const database = `clsdb_${process.pid}`;
+    const appUrl = new URL(databaseUrl());
+    appUrl.pathname = `/${database}`;
+    const other = uniqueSchema('clsy');
+    await sql(`CREATE DATABASE "${database}"`);
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        TypeOrmModule.forRoot({ type: 'postgres', url: appUrl.toString(), entities: [], extra: { allowExitOnIdle: true } }),
+        ClsModule.forRoot({
+          global: true,
+          plugins: [new ClsPluginTransactional({ adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }) })],
+        }),
+        IdempotencyModule.forRoot({ postgres: { url: databaseUrl(), schema: other }, redis: false, migrationsRun: true }),
+      ],
+    }).compile();
+    const split = moduleRef.createNestApplication({ logger: false });
+    try {
+      await split.init();
+      const host = split.get<TransactionHost>(TransactionHost);
+      const inside = await split.get(IdempotencyService).run('split-1', () => Promise.resolve(host.tx === currentTransaction()), { transaction: true });
+      expect(inside).toBe(false);
+    } finally {
+      await split.close();
+      await sql(`DROP SCHEMA IF EXISTS "${other}" CASCADE`);
+      await sql(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
     }
   });
 

@@ -1,8 +1,9 @@
-import { Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import type { ClsService } from 'nestjs-cls';
 import type { DataSource, EntityManager } from 'typeorm';
 import { IdempotencyConfigError } from '../../errors/idempotency-config.error';
+import { LibraryLogger } from '../../observability/library-logger';
 import { IdempotencyConnections } from '../../storage/idempotency-connections';
 import { loadPeer } from '../../utils/optional-peer';
 import { dataSourceOf, registerTransactionHosts, TransactionHostBinder } from './transaction-host-binding';
@@ -35,6 +36,7 @@ interface FoundHost {
  */
 @Injectable()
 export class ClsTransactionBridge implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger: Logger = new LibraryLogger('Idempotency');
   private unregister?: () => void;
 
   constructor(
@@ -44,12 +46,12 @@ export class ClsTransactionBridge implements OnApplicationBootstrap, OnApplicati
 
   // Synchronous on purpose: registered before any hook of the same phase can start a worker or a listener that
   // opens a transaction (those wait for I/O first).
-  onApplicationBootstrap(): void {
+  onApplicationBootstrap(): void | Promise<void> {
     const hosts = this.typeOrmHosts();
     if (hosts.length === 0) return;
     const library = this.connections.dataSource;
     const joined = hosts.filter((h) => dataSourceOf(h.host.tx as EntityManager) === library);
-    if (joined.length === 0) throw mismatch(hosts);
+    if (joined.length === 0) return this.refuseOrWarn(hosts, library);
     const { ClsServiceManager } = loadPeer('nestjs-cls', '@nestjs-cls/transactional (its TransactionHost joins transaction: true)');
     const binder = new ClsHostBinder(ClsServiceManager.getClsService(), joined);
     binder.prove();
@@ -58,6 +60,23 @@ export class ClsTransactionBridge implements OnApplicationBootstrap, OnApplicati
 
   onApplicationShutdown(): void {
     this.unregister?.();
+  }
+
+  /**
+   * No TransactionHost is on the library's DataSource. One on the same database is a misconfiguration (two
+   * DataSources where one was meant, so txHost.tx writes would silently miss the library's transaction): refused.
+   * Hosts that are all on other databases are a deliberate split (idempotency records kept apart): nothing to join,
+   * so the app starts, and the log says that only currentTransaction() commits with the outcome.
+   */
+  private async refuseOrWarn(hosts: FoundHost[], library: DataSource): Promise<void> {
+    const ours = await databaseIdentity(library);
+    for (const found of hosts) {
+      if ((await databaseIdentity(dataSourceOf(found.host.tx as EntityManager))) === ours) throw mismatch(hosts);
+    }
+    this.logger.log(
+      `@nestjs-cls/transactional's TransactionHost (connection ${hosts.map((h) => `"${h.connection}"`).join(', ')}) is on another database than ` +
+        'nestjs-idempotency: txHost.tx is not joined to the library\'s transactions; with transaction: true, only writes through currentTransaction() commit with the outcome',
+    );
   }
 
   /** Every TransactionHost of the app whose adapter is TypeORM's (others, e.g. Prisma's, are not the library's business). */
@@ -112,6 +131,17 @@ function mismatch(hosts: FoundHost[]): IdempotencyConfigError {
       'Give the library the same DataSource: postgres: { dataSource: \'default\' } (the name of the TypeOrmModule connection the ' +
       'adapter\'s dataSourceToken points at) or the DataSource instance itself',
   ]);
+}
+
+/**
+ * Which Postgres database a DataSource reaches: its name and the server's start time (a server is not restarted at the
+ * same microsecond as another one starts), the same through PgBouncer or a direct connection. Another driver is
+ * another database.
+ */
+async function databaseIdentity(dataSource: DataSource): Promise<string> {
+  if (dataSource.options.type !== 'postgres') return `not postgres: ${String(dataSource.options.type)}`;
+  const [row] = await dataSource.query<{ db: string; started: string }[]>('SELECT current_database() AS db, pg_postmaster_start_time()::text AS started');
+  return `${row.db} @ ${row.started}`;
 }
 
 function isTransactionHost(value: unknown): value is TransactionHostLike {

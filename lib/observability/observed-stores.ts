@@ -71,6 +71,8 @@ export function observeIdempotencyCache(cache: IdempotencyCache, observer: Idemp
   const scope = (args: unknown[]) => args[0] as string;
   return observed(cache, observer, 'redis', {
     lookup: { scopeArg: scope, after: (o, _args, result) => o.cacheLookup((result as CacheLookup).kind) },
+    // The transactional mode's read of a finished outcome (nothing marked): a lookup too, for the hit ratio.
+    peek: { scopeArg: scope, after: (o, _args, result) => o.cacheLookup(result ? 'hit' : 'miss') },
     remember: { scopeArg: scope },
     forget: { scopeArg: scope },
     touch: { scopeArg: scope },

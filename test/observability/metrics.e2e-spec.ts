@@ -219,11 +219,15 @@ describe('metrics (OpenTelemetry → Prometheus exporter)', () => {
     const acquired = await claims('http', 'acquired');
     const replayed = await claims('http', 'replay');
     const mismatched = await claims('http', 'mismatch');
+    const peeks = async () => sample(await prometheus.scrape(), 'idempotency_store_duration_count', { store: 'redis', operation: 'peek', error: 'false' }) ?? 0;
+    const peeked = await peeks();
     expect((await post('tx-1', 1)).status).toBe(201);
     expect((await post('tx-1', 1)).headers['idempotent-replayed']).toBe('true');
     expect((await post('tx-1', 2)).status).toBe(422);
     expect(await claims('http', 'acquired')).toBe(acquired + 1);
     expect(await claims('http', 'replay')).toBe(replayed + 1);
     expect(await claims('http', 'mismatch')).toBe(mismatched + 1);
+    // Each of these requests read Redis first (the mode's peek at a finished outcome), and that read is counted.
+    expect(await peeks()).toBe(peeked + 3);
   });
 });

@@ -4,7 +4,7 @@ import type { Claim, ClaimRequest, CompletedRecord } from '../core/idempotency-r
 import { StoreUnavailableError } from '../errors/store-unavailable.error';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
 import { CLAIM_TAKEN_OVER, idempotencySql, IdempotencySql } from '../storage/postgres/idempotency.sql';
-import { ClaimRow, toClaimOutcome } from '../storage/postgres/postgres-idempotency.store';
+import { ClaimRow, CompletedRow, toClaimOutcome } from '../storage/postgres/postgres-idempotency.store';
 import { NamedStatement, withPreparedStatements } from '../storage/postgres/statements';
 import type { ClaimAttempt } from './claim-statement';
 import { InlineStatement, inlineStatementText } from './inline-statement';
@@ -249,7 +249,7 @@ export class PostgresTransactions extends IdempotencyTransactions {
           if (err instanceof Error && err.message.includes(CLAIM_TAKEN_OVER)) return null;
           throw err;
         }
-        return { fingerprint: claim.fingerprint, result, expiresAt: (found[0][0] as { expires_at: Date }).expires_at.getTime() };
+        return { fingerprint: claim.fingerprint, result, expiresAt: (found[0][0] as CompletedRow).expires_ms };
       },
       async releaseAndCommit(claim: Claim, error: unknown, undoWork: boolean): Promise<void> {
         await commitAfter([{ statement: sql.release, values: [claim.id, claim.token, error === undefined ? null : JSON.stringify(error)] }], { undoWork });

@@ -218,6 +218,22 @@ describe('transaction: true on @IdempotentMethod() and IdempotencyService.run()'
     expect(cached.expiresAt).toBeLessThanOrEqual(after + 3_600_000 + 1_000);
   });
 
+  it("tells the DataSource's TypeORM subscribers about the commit, once before and once after it", async () => {
+    const events: string[] = [];
+    const subscriber = {
+      beforeTransactionCommit: () => void events.push('before'),
+      afterTransactionCommit: () => void events.push('after'),
+    };
+    const subscribers = app.get(IdempotencyConnections).dataSource.subscribers;
+    subscribers.push(subscriber);
+    try {
+      await expect(engine.run('subscribed-1', () => 'told', { transaction: true })).resolves.toBe('told');
+    } finally {
+      subscribers.splice(subscribers.indexOf(subscriber), 1);
+    }
+    expect(events).toEqual(['before', 'after']);
+  });
+
   it('nests a transactional call inside another as a savepoint: both commit with the outer one', async () => {
     await expect(engine.run('outer-1', async () => {
       await currentTransaction().query(`INSERT INTO "${schema}".ledger (charge_id, amount) VALUES ('n1', 1)`);

@@ -89,35 +89,40 @@ export class IdempotencyService {
 
   private async decide(request: ClaimRequest): Promise<BeginResult> {
     assertClaimLimits(request);
+    if (!this.cache.holdsRecords) {
+      // No cache to ask (redis: false): one indexed read, then the claim.
+      return (await this.readBeforeClaim(request)) ?? this.claimInStore(request, false);
+    }
     const cached = await this.cache.lookup(request.scope, request.key, request.fingerprint, request.leaseMs);
     if (cached.kind === 'hit') return answerFor(request, cached.record);
     if (cached.kind === 'busy' && cached.fingerprint === request.fingerprint) {
       return { kind: 'in_progress', retryAfterMs: request.leaseMs };
     }
-    if (!this.cache.holdsRecords) {
-      const decided = await this.readBeforeClaim(request);
-      if (decided) return decided;
-    }
     // A miss (the cache marked the key in flight for us) or a marker with another fingerprint: Postgres decides.
+    return this.claimInStore(request, cached.kind === 'miss');
+  }
+
+  /** The claim in Postgres, which decides; `marked`: this request set the cache's in-flight marker (cleared unless it acquired). */
+  private async claimInStore(request: ClaimRequest, marked: boolean): Promise<BeginResult> {
     let outcome;
     try {
       outcome = await this.store.claim(request);
     } catch (err) {
-      if (cached.kind === 'miss') await this.cache.forget(request.scope, request.key);
+      if (marked) await this.cache.forget(request.scope, request.key);
       throw isStoreOutage(err) ? new StoreUnavailableError(err) : new StoreRejectedError(err);
     }
     switch (outcome.kind) {
       case 'acquired':
         return outcome;
       case 'completed':
-        return this.decidedByStore(request, outcome.record, cached.kind === 'miss');
+        return this.decidedByStore(request, outcome.record, marked);
       case 'in_progress':
         if (outcome.fingerprint !== request.fingerprint) {
-          if (cached.kind === 'miss') await this.cache.forget(request.scope, request.key);
+          if (marked) await this.cache.forget(request.scope, request.key);
           return { kind: 'mismatch' };
         }
         // A marker this request set must not outlive the holder's lease, or a dead holder's key stays blocked.
-        if (cached.kind === 'miss') await this.cache.touch(request.scope, request.key, Math.max(outcome.lockedUntil - Date.now(), 1));
+        if (marked) await this.cache.touch(request.scope, request.key, Math.max(outcome.lockedUntil - Date.now(), 1));
         return { kind: 'in_progress', retryAfterMs: Math.max(outcome.lockedUntil - Date.now(), 0) };
     }
   }

@@ -1,6 +1,6 @@
 import type { CallHandler } from '@nestjs/common';
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { catchError, defer, finalize, from, isObservable, Observable, throwError } from 'rxjs';
+import { from, isObservable, lastValueFrom, Observable } from 'rxjs';
 import { copyMethodMetadata } from '../utils/copy-method-metadata';
 
 const current = new AsyncLocalStorage<HandlerStart>();
@@ -36,16 +36,22 @@ export class HandlerStart {
 
   constructor(readonly takeOver?: (invoke: () => unknown) => Promise<unknown>) {}
 
-  /** `next.handle()`, with the route handler reporting to this start; an error before the start comes out as {@link HandlerNeverStartedError}. */
-  handle(next: CallHandler): Observable<unknown> {
-    // The store is read only until the handler starts, which is before the call's Observable ends (or is dropped).
-    return defer(() => {
-      waiting++;
-      return current.run(this, () => next.handle());
-    }).pipe(
-      catchError((err: unknown) => throwError(() => (this.started ? err : new HandlerNeverStartedError(err)))),
-      finalize(stopWaiting),
-    );
+  /**
+   * `next.handle()` to its last value, with the route handler reporting to this start; an error before the start
+   * comes out as {@link HandlerNeverStartedError}. A promise rather than an Observable pipeline (`defer`,
+   * `catchError`, `finalize`): the interceptor awaits it anyway, and this runs on every first-time key.
+   */
+  async call(next: CallHandler): Promise<unknown> {
+    waiting++;
+    try {
+      // Nest binds the handler's call to the async context `handle()` is called in: this start's.
+      return await current.run(this, () => lastValueFrom(next.handle(), { defaultValue: undefined }));
+    } catch (err) {
+      throw this.started ? err : new HandlerNeverStartedError(err);
+    } finally {
+      // The store is read only until the handler starts, which is before the call ends.
+      stopWaiting();
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 import { CallHandler, ExecutionContext, HttpException, Inject, Injectable, Logger, NestInterceptor } from '@nestjs/common';
 import { LibraryLogger } from '../observability/library-logger';
 import { HttpAdapterHost } from '@nestjs/core';
-import { catchError, defer, lastValueFrom, Observable, of, throwError } from 'rxjs';
+import { defer, lastValueFrom, Observable, of } from 'rxjs';
 import { Claim } from '../core/idempotency-record';
 import { BeginResult, IdempotencyService } from '../core/idempotency.service';
 import { BodyNotFingerprintableError } from '../errors/body-not-fingerprintable.error';
@@ -183,7 +183,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
           { 'Retry-After': String(Math.min(RETRY_AFTER_MAX_SECONDS, Math.max(1, Math.ceil(begun.retryAfterMs / 1000)))) },
         ));
       case 'acquired':
-        if (parsed || !route.tracked) return this.run(begun.claim, response, route, next, begun.call);
+        if (parsed || !route.tracked) return this.run(begun.claim, response, route, () => lastValueFrom(next.handle(), { defaultValue: undefined }), begun.call);
         return this.runReleasingBeforeStart(begun.claim, response, route, next, begun.call);
     }
   }
@@ -195,25 +195,29 @@ export class IdempotencyInterceptor implements NestInterceptor {
   private async runReleasingBeforeStart(claim: Claim, response: ResponseLike, route: RouteSettings, next: CallHandler, tx?: TransactionalCall): Promise<unknown> {
     const start = new HandlerStart();
     try {
-      return await this.run(claim, response, route, { handle: () => start.handle(next) }, tx);
+      return await this.run(claim, response, route, () => start.call(next), tx);
     } catch (err) {
       throw err instanceof HandlerNeverStartedError ? err.cause : err;
     }
   }
 
   /** For a body parsed by a route interceptor: the key is claimed when the handler starts, and the handler's call runs inside the claim. */
-  private handleWhenParsed(key: string, request: IdempotencyRequest, response: ResponseLike, route: RouteSettings, next: CallHandler): Promise<unknown> {
+  private async handleWhenParsed(key: string, request: IdempotencyRequest, response: ResponseLike, route: RouteSettings, next: CallHandler): Promise<unknown> {
     const start = new HandlerStart((invoke) => this.handle(key, request, response, route, { handle: () => defer(() => asObservable(invoke())) }, true));
-    return lastValueFrom(start.handle(next).pipe(catchError((err: unknown) => throwError(() => (err instanceof HandlerNeverStartedError ? err.cause : err)))), { defaultValue: undefined });
+    try {
+      return await start.call(next);
+    } catch (err) {
+      throw err instanceof HandlerNeverStartedError ? err.cause : err;
+    }
   }
 
   /**
-   * Runs the handler under the claim. What is stored is what the client receives: the response is captured at
+   * Runs the handler (`invoke`: the rest of Nest's pipeline to its last value) under the claim. What is stored is what the client receives: the response is captured at
    * the wire (below every serializer, interceptor and exception filter), held until it is recorded, and only
    * then sent. A response that cannot be recorded in time is answered with 503 instead (see `settle`). In the
    * transactional mode `tx` is the transaction the claim was made in: the handler runs inside it.
    */
-  private async run(claim: Claim, response: ResponseLike, route: RouteSettings, next: CallHandler, tx?: TransactionalCall): Promise<unknown> {
+  private async run(claim: Claim, response: ResponseLike, route: RouteSettings, invoke: () => Promise<unknown>, tx?: TransactionalCall): Promise<unknown> {
     // In a transaction the open transaction is the lease, and "stopping" it means rolling back whatever was not committed.
     const stopLease = tx ? () => void tx.abandon() : this.engine.keepAlive(claim);
     let failure: unknown;
@@ -224,8 +228,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       unsent: () => this.sendUnsent(response, value, failure, claim, stopLease, tx),
     });
     try {
-      const handled = () => lastValueFrom(next.handle(), { defaultValue: undefined });
-      value = await (tx ? tx.inside(handled) : handled());
+      value = await (tx ? tx.inside(invoke) : invoke());
     } catch (err) {
       failure = err;
       capture.handlerDone(route.http.leaseMs);

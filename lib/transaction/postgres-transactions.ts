@@ -4,9 +4,10 @@ import type { Claim, ClaimRequest, CompletedRecord } from '../core/idempotency-r
 import { StoreUnavailableError } from '../errors/store-unavailable.error';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
 import { CLAIM_TAKEN_OVER, idempotencySql, IdempotencySql } from '../storage/postgres/idempotency.sql';
-import { ClaimRow, toClaimOutcome } from '../storage/postgres/postgres-idempotency.store';
+import { ClaimRow, CompletedRow, toClaimOutcome } from '../storage/postgres/postgres-idempotency.store';
 import { NamedStatement, withPreparedStatements } from '../storage/postgres/statements';
 import type { ClaimAttempt } from './claim-statement';
+import { dataSourceOf } from './cls/transaction-host-binding';
 import { InlineStatement, inlineStatementText } from './inline-statement';
 import { IdempotencyTransactions, OpenTransaction } from './idempotency-transactions';
 import type { TransactionIsolation } from './transaction-options';
@@ -25,6 +26,8 @@ export class PostgresTransactions extends IdempotencyTransactions {
    * round trip) and the lock_timeout a claim restores after its bounded wait.
    */
   private sessionDefaults?: Promise<SessionDefaults>;
+  /** The session defaults once read: used without awaiting the promise again. */
+  private defaultsRead?: SessionDefaults;
   /**
    * The statements prepared on each connection (SQL PREPARE; a reconnect makes a new client object): the name to
    * EXECUTE, by statement text.
@@ -109,10 +112,12 @@ export class PostgresTransactions extends IdempotencyTransactions {
     let tx: OpenTransaction | undefined;
     try {
       if (!owned) await runner.startTransaction(); // a savepoint in the outer transaction
-      withDefaults?.(await this.defaults(runner));
+      if (withDefaults) withDefaults(this.defaultsRead ?? (await this.defaults(runner)));
       tx = this.open(runner, owned);
       const client = clientOf(runner);
-      const prepared = owned && this.connections.preparedStatements ? await this.prepareOn(client, [first.statement, ...prepare]) : undefined;
+      const statements = [first.statement, ...prepare];
+      // Prepared on this connection already (the usual case): no await, no promise.
+      const prepared = owned && this.connections.preparedStatements ? (this.preparedOn(client, statements) ?? (await this.prepareOn(client, statements))) : undefined;
       const parts = [inlineStatementText(first, prepared?.get(first.statement.text))];
       if (after) parts.push(after);
       if (owned) {
@@ -136,6 +141,12 @@ export class PostgresTransactions extends IdempotencyTransactions {
 
   private sql(): IdempotencySql {
     return (this.statements ??= withPreparedStatements(idempotencySql(this.connections.schema), this.connections.preparedStatements));
+  }
+
+  /** The names `statements` are prepared under on `client`, when all of them are prepared there already. */
+  private preparedOn(client: PoolClient, statements: NamedStatement[]): Map<string, string> | undefined {
+    const names = this.prepared.get(client);
+    return names && statements.every((s) => s.name === undefined || names.has(s.text)) ? names : undefined;
   }
 
   /**
@@ -170,7 +181,7 @@ export class PostgresTransactions extends IdempotencyTransactions {
     this.sessionDefaults ??= (runner.query(
       "SELECT current_setting('default_transaction_isolation') AS isolation, current_setting('lock_timeout') AS lock_timeout",
     ) as Promise<{ isolation: string; lock_timeout: string }[]>).then(
-      (rows) => ({ isolation: rows[0].isolation, lockTimeout: rows[0].lock_timeout }),
+      (rows) => (this.defaultsRead = { isolation: rows[0].isolation, lockTimeout: rows[0].lock_timeout }),
       (err: unknown) => {
         this.sessionDefaults = undefined; // asked again next time
         throw err;
@@ -220,7 +231,7 @@ export class PostgresTransactions extends IdempotencyTransactions {
       parts.push('COMMIT');
       let results: QueryResult[];
       try {
-        await runner.broadcaster.broadcast('BeforeTransactionCommit');
+        if (hasSubscribers(runner)) await runner.broadcaster.broadcast('BeforeTransactionCommit');
         results = asResults(await client.query(parts.join(';\n')));
       } catch (err) {
         // A statement failed before the COMMIT (the transaction is aborted) or the COMMIT did: end it either way.
@@ -230,7 +241,7 @@ export class PostgresTransactions extends IdempotencyTransactions {
       // TypeORM's own commitTransaction would cost a round trip of its own: its state is set as it would set it.
       Object.assign(runner, { isTransactionActive: false, transactionDepth: 0 });
       try {
-        await runner.broadcaster.broadcast('AfterTransactionCommit');
+        if (hasSubscribers(runner)) await runner.broadcaster.broadcast('AfterTransactionCommit');
       } finally {
         await runner.release();
       }
@@ -249,7 +260,7 @@ export class PostgresTransactions extends IdempotencyTransactions {
           if (err instanceof Error && err.message.includes(CLAIM_TAKEN_OVER)) return null;
           throw err;
         }
-        return { fingerprint: claim.fingerprint, result, expiresAt: (found[0][0] as { expires_at: Date }).expires_at.getTime() };
+        return { fingerprint: claim.fingerprint, result, expiresAt: (found[0][0] as CompletedRow).expires_ms };
       },
       async releaseAndCommit(claim: Claim, error: unknown, undoWork: boolean): Promise<void> {
         await commitAfter([{ statement: sql.release, values: [claim.id, claim.token, error === undefined ? null : JSON.stringify(error)] }], { undoWork });
@@ -293,6 +304,14 @@ function sqlState(err: unknown): string | undefined {
   const e = err as { code?: unknown; driverError?: { code?: unknown } } | null;
   const code = e?.driverError?.code ?? e?.code;
   return typeof code === 'string' ? code : undefined;
+}
+
+/**
+ * Whether TypeORM has subscribers to tell about the commit: without any, its broadcast is a few promises and
+ * microtask turns for nothing, twice per transaction.
+ */
+function hasSubscribers(runner: QueryRunner): boolean {
+  return dataSourceOf(runner.manager).subscribers.length > 0;
 }
 
 /** The pg client a connected TypeORM query runner holds. */

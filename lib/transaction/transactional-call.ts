@@ -102,7 +102,9 @@ export class TransactionalCall {
     }
     if (!record) throw new LeaseLostError(this.claim.key);
     // Within an outer transaction nothing is durable before it commits: the cache must not answer for it yet.
-    if (!this.tx.nested) await this.engine.completed(this.claim, record);
+    // Committed, the outcome is Postgres's to answer: the cache write is queued on the client now (a retry through
+    // this instance reaches Redis after it) and not waited for, as for first-time keys outside this mode.
+    if (!this.tx.nested) await this.engine.completed(this.claim, record, true);
     return record;
   }
 

@@ -136,6 +136,18 @@ describe.each(IMPLEMENTATIONS)('IdempotencyStore contract: $name', (implementati
     await expect(s.store.recentFailure(req.scope, 'never-claimed', 60_000)).resolves.toBeUndefined();
   });
 
+  it('complete: returns the outcome with its expiry, one TTL after the completion, in epoch milliseconds', async () => {
+    const req = fresh({ ttlMs: 3_600_000 });
+    const claim = claimOf(await s.service.begin(req));
+    const before = Date.now();
+    const record = await s.store.complete(claim, 'done');
+    const after = Date.now();
+    expect(record).toMatchObject({ fingerprint: 'fp-a', result: 'done' });
+    // The same machine's clock on both sides; a second of slack for rounding.
+    expect(record?.expiresAt).toBeGreaterThanOrEqual(before + 3_600_000 - 1_000);
+    expect(record?.expiresAt).toBeLessThanOrEqual(after + 3_600_000 + 1_000);
+  });
+
   it('TTL: a completed key is new again once its TTL has passed, never before', async () => {
     const req = fresh({ ttlMs: SHORT_MS });
     const claim = claimOf(await s.service.begin(req));

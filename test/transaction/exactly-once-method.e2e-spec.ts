@@ -9,6 +9,8 @@ import {
   Idempotent, IdempotentMethod, InboxService, NotInTransactionError, SkipIdempotency, StoredFailureError, StoreUnavailableError,
 } from '../../lib';
 import { IdempotencyConnections } from '../../lib/storage/idempotency-connections';
+import { IdempotencyCache } from '../../lib/storage/idempotency.cache';
+import { activeTransaction } from '../../lib/transaction/current-transaction';
 import { gate, waitUntil } from '../support/resilience';
 import { databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
 import { LedgerService } from './fixtures/ledger';
@@ -200,6 +202,36 @@ describe('transaction: true on @IdempotentMethod() and IdempotencyService.run()'
       return transaction_isolation;
     }, { transaction: true });
     expect(defaultLevel).toBe('read committed');
+  });
+
+  it('caches the committed outcome until its expiry, read back from the commit; nothing is current afterwards', async () => {
+    const cache = app.get(IdempotencyCache);
+    const before = Date.now();
+    await expect(engine.run('cached-1', () => 'kept', { transaction: true, ttl: '1h' })).resolves.toBe('kept');
+    const after = Date.now();
+    expect(activeTransaction()).toBeUndefined();
+    // The cache write is sent with the commit and not waited for: it lands soon after.
+    const cached = await waitUntil('the outcome is cached', () => cache.peek('method:default', 'cached-1'));
+    expect(cached).toMatchObject({ fingerprint: '', result: { ok: true, value: 'kept' } });
+    // The expiry is one TTL after the commit (the same machine's clock; a second of slack for rounding).
+    expect(cached.expiresAt).toBeGreaterThanOrEqual(before + 3_600_000 - 1_000);
+    expect(cached.expiresAt).toBeLessThanOrEqual(after + 3_600_000 + 1_000);
+  });
+
+  it("tells the DataSource's TypeORM subscribers about the commit, once before and once after it", async () => {
+    const events: string[] = [];
+    const subscriber = {
+      beforeTransactionCommit: () => void events.push('before'),
+      afterTransactionCommit: () => void events.push('after'),
+    };
+    const subscribers = app.get(IdempotencyConnections).dataSource.subscribers;
+    subscribers.push(subscriber);
+    try {
+      await expect(engine.run('subscribed-1', () => 'told', { transaction: true })).resolves.toBe('told');
+    } finally {
+      subscribers.splice(subscribers.indexOf(subscriber), 1);
+    }
+    expect(events).toEqual(['before', 'after']);
   });
 
   it('nests a transactional call inside another as a savepoint: both commit with the outer one', async () => {

@@ -84,7 +84,7 @@ export function idempotencySql(schema: string): IdempotencySql {
       UPDATE ${table} SET status = 'completed', result = $3::jsonb, locked_until = NULL, completed_at = now(),
         expires_at = now() + (expires_at - created_at)
        WHERE id = $1 AND lease_token = $2 AND status = 'in_progress'
-      RETURNING expires_at`;
+      RETURNING floor(extract(epoch FROM expires_at) * 1000)::float8 AS expires_ms`;
   const statements = {
     claim: claimStatement(table),
     // The claim of the transactional mode, as the first statement of the handler's transaction (nothing of it is
@@ -98,16 +98,17 @@ export function idempotencySql(schema: string): IdempotencySql {
            AND set_config('idle_in_transaction_session_timeout', $9::text, true) IS NOT NULL`,
       acquiredColumn: `set_config('lock_timeout', $8::text, true)`,
     }),
-    // The outcome lives for the claim's ttl from now: the claim set expires_at = created_at + ttl.
+    // The outcome lives for the claim's ttl from now: the claim set expires_at = created_at + ttl. Its expiry comes
+    // back as epoch milliseconds (a float8, read with parseFloat), so no timestamptz is parsed on every completion.
     complete,
     // The completion of the transactional mode, sent with the COMMIT after it in one round trip: should the claim's
     // token no longer hold the record, the statement fails (its message starts with CLAIM_TAKEN_OVER), so that the
     // COMMIT is never run. The failing cast is computed from the aggregate, so the planner cannot fold it beforehand.
     completeInTransaction: `
       WITH done AS (${complete})
-      SELECT expires_at FROM done
+      SELECT expires_ms FROM done
       UNION ALL
-      SELECT CAST('${CLAIM_TAKEN_OVER}' || count(*) AS timestamptz) FROM done HAVING count(*) = 0`,
+      SELECT CAST('${CLAIM_TAKEN_OVER}' || count(*) AS float8) FROM done HAVING count(*) = 0`,
     release: `
       UPDATE ${table} SET status = 'failed', error = $3::jsonb, locked_until = NULL, completed_at = now()
        WHERE id = $1 AND lease_token = $2 AND status = 'in_progress'`,

@@ -17,6 +17,11 @@ export interface ClaimRow extends QueryResultRow {
   taken_over: boolean | null;
 }
 
+/** The row of the completion statements: the outcome's expiry as epoch milliseconds. */
+export interface CompletedRow extends QueryResultRow {
+  expires_ms: number;
+}
+
 /** A row of the `find` statement: `until_ms` is the outcome's expiry when completed, else the lease's end (epoch ms). */
 interface FoundRow extends QueryResultRow {
   outcome: string;
@@ -61,12 +66,12 @@ export class PostgresIdempotencyStore extends IdempotencyStore {
   }
 
   async complete(claim: Claim, result: unknown): Promise<CompletedRecord | null> {
-    const { rows } = await this.pool.query<{ expires_at: Date }>({
+    const { rows } = await this.pool.query<CompletedRow>({
       ...this.sql.complete,
       values: [claim.id, claim.token, JSON.stringify(result)],
     });
     if (rows.length === 0) return null;
-    return { fingerprint: claim.fingerprint, result, expiresAt: rows[0].expires_at.getTime() };
+    return { fingerprint: claim.fingerprint, result, expiresAt: rows[0].expires_ms };
   }
 
   async release(claim: Claim, error?: unknown): Promise<void> {

@@ -303,6 +303,49 @@ describe.each(IMPLEMENTATIONS)('WorkflowStore contract: $name', (implementation)
     expect(await s.workflows.insert(workflow)).toMatchObject({ execution: { kind: 'workflow' } });
   });
 
+  it('tasks: startTaskAttempt marks running and reads the checkpoint; checkpointTask writes once and ends the execution with its outcome', async () => {
+    const task = () => ({ ...newExecution(`task-${randomUUID()}`), kind: 'task' as const, workflowName: 'send-receipt' });
+    const a = task();
+    await s.workflows.insert(a);
+    expect(await s.workflows.startTaskAttempt(a.executionId, 0)).toEqual({ status: 'running', checkpoint: null });
+    expect(await s.workflows.get(a.executionId)).toMatchObject({ status: 'running', recoveryAttempts: 0 });
+    const first = await s.workflows.checkpointTask(a.executionId, 0, 'send', { status: 'completed', result: { sent: 1 } }, 1, 'h', 'completed');
+    expect(first).toMatchObject({ written: true, checkpoint: { position: 0, name: 'send', status: 'completed', result: { sent: 1 } }, execution: { status: 'running' } });
+    expect(await s.workflows.get(a.executionId)).toMatchObject({ status: 'completed', result: { sent: 1 }, error: null });
+    expect((await s.workflows.get(a.executionId))?.completedAt).toBeInstanceOf(Date);
+    // A second writer (a stalled attempt run again) gets the first outcome and changes nothing.
+    const second = await s.workflows.checkpointTask(a.executionId, 0, 'send', { status: 'completed', result: { sent: 2 } }, 2, 'h', 'completed');
+    expect(second).toMatchObject({ written: false, checkpoint: { result: { sent: 1 }, attempts: 1 }, execution: { status: 'completed' } });
+    expect(await s.workflows.get(a.executionId)).toMatchObject({ status: 'completed', result: { sent: 1 } });
+    expect(await s.workflows.startTaskAttempt(a.executionId, 0)).toMatchObject({ status: 'completed', checkpoint: { result: { sent: 1 } } });
+
+    // A timed-out last attempt ends the execution as timed_out with the error.
+    const b = task();
+    await s.workflows.insert(b);
+    const timeout = { name: 'StepTimeoutError', message: 'too slow' };
+    expect(await s.workflows.checkpointTask(b.executionId, 0, 'send', { status: 'failed', error: timeout }, 3, null, 'timed_out')).toMatchObject({ written: true });
+    expect(await s.workflows.get(b.executionId)).toMatchObject({ status: 'timed_out', error: timeout, result: null });
+
+    // A cancelled execution keeps its status; the outcome is recorded as the step's only.
+    const c = task();
+    await s.workflows.insert(c);
+    await s.workflows.cancel(c.workflowId);
+    expect(await s.workflows.startTaskAttempt(c.executionId, 0)).toEqual({ status: 'cancelled', checkpoint: null });
+    expect(await s.workflows.checkpointTask(c.executionId, 0, 'send', { status: 'completed', result: 1 }, 1, null, 'completed')).toMatchObject({ written: true, execution: { status: 'cancelled' } });
+    expect(await s.workflows.get(c.executionId)).toMatchObject({ status: 'cancelled', result: null });
+
+    expect(await s.workflows.startTaskAttempt(randomUUID(), 0)).toEqual({ status: null, checkpoint: null });
+
+    // Concurrent writers: one writes and ends the execution with its own outcome; every other gets that row.
+    const d = task();
+    await s.workflows.insert(d);
+    const racing = await Promise.all([1, 2, 3, 4, 5].map((n) => s.workflows.checkpointTask(d.executionId, 0, 'send', { status: 'completed', result: n }, n, null, 'completed')));
+    const winners = racing.filter((r) => r.written);
+    expect(winners).toHaveLength(1);
+    expect(new Set(racing.map((r) => r.checkpoint.result))).toEqual(new Set([winners[0].checkpoint.result]));
+    expect(await s.workflows.get(d.executionId)).toMatchObject({ status: 'completed', result: winners[0].checkpoint.result });
+  });
+
   it('the reconciler lock is held by one caller at a time', async () => {
     let inner: boolean | undefined;
     const outer = await s.workflows.withReconcilerLock(async () => {

@@ -6,7 +6,7 @@ import { retryTransient } from './transient';
 import {
   BeginOutcome, CheckpointedExecution, EventRead, ExecutionActivity, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore, RegisteredWait,
 } from './workflow.store';
-import { WorkflowSql, workflowSql } from './workflow.sql';
+import { Statement, WorkflowSql, workflowSql } from './workflow.sql';
 import { EVENTS_TABLE, MESSAGES_TABLE, STEPS_TABLE, WAITS_TABLE } from './workflow.sql';
 import { quoteIdent } from '../../storage/postgres/idempotency.sql';
 import { withClient } from '../../storage/postgres/checkout';
@@ -103,6 +103,16 @@ function json(value: unknown): string | null {
   return value === undefined ? null : JSON.stringify(value);
 }
 
+/** The parameters $1–$8 of the checkpoint statements. */
+function checkpointValues(executionId: string, position: number, name: string, outcome: StepOutcome, attempts: number, argsHash: string | null): unknown[] {
+  return [
+    executionId, position, name, outcome.status,
+    outcome.status === 'completed' ? json(outcome.result) ?? 'null' : null,
+    outcome.status === 'failed' ? json(outcome.error) : null,
+    attempts, argsHash,
+  ];
+}
+
 /**
  * The Postgres workflow store: hand-written prepared statements; every call is retried while the database is
  * unreachable (all statements are idempotent or compare-and-set), so a Postgres restart delays work instead of failing it.
@@ -189,20 +199,38 @@ export class PostgresWorkflowStore extends WorkflowStore {
     attempts: number,
     argsHash: string | null,
   ): Promise<{ written: boolean; checkpoint: StepCheckpoint; execution: CheckpointedExecution }> {
-    const values = [
-      executionId, position, name, outcome.status,
-      outcome.status === 'completed' ? json(outcome.result) ?? 'null' : null,
-      outcome.status === 'failed' ? json(outcome.error) : null,
-      attempts, argsHash,
-    ];
+    return this.writeCheckpoint(this.sql.checkpoint, checkpointValues(executionId, position, name, outcome, attempts, argsHash));
+  }
+
+  /** Runs a checkpoint statement (`checkpoint`, `checkpointTask`): empty means it lost a race its snapshot could not see. */
+  private async writeCheckpoint(statement: Statement, values: unknown[]): Promise<{ written: boolean; checkpoint: StepCheckpoint; execution: CheckpointedExecution }> {
     for (let attempt = 0; attempt < RACE_RETRIES; attempt++) {
-      const rows = await this.query<StepRow & { written: boolean; execution_status: WorkflowStatus; recovery_attempts: number }>({ ...this.sql.checkpoint, values });
+      const rows = await this.query<StepRow & { written: boolean; execution_status: WorkflowStatus; recovery_attempts: number }>({ ...statement, values });
       if (rows.length > 0) {
         const row = rows[0];
         return { written: row.written, checkpoint: toCheckpoint(row), execution: { status: row.execution_status, recoveryAttempts: row.recovery_attempts } };
       }
     }
-    throw new Error(`checkpoint of step "${name}" (#${position}) of execution ${executionId} kept racing; it will be retried`);
+    throw new Error(`checkpoint of step "${String(values[2])}" (#${String(values[1])}) of execution ${String(values[0])} kept racing; it will be retried`);
+  }
+
+  async startTaskAttempt(executionId: string, position: number): Promise<{ status: WorkflowStatus | null; checkpoint: StepCheckpoint | null }> {
+    const rows = await this.query<StepRow & { execution_status: WorkflowStatus }>({ ...this.sql.startTaskAttempt, values: [executionId, position] });
+    if (rows.length === 0) return { status: null, checkpoint: null };
+    const row = rows[0];
+    return { status: row.execution_status, checkpoint: row.name === null ? null : toCheckpoint(row) };
+  }
+
+  async checkpointTask(
+    executionId: string,
+    position: number,
+    name: string,
+    outcome: StepOutcome,
+    attempts: number,
+    argsHash: string | null,
+    endStatus: 'completed' | 'failed' | 'timed_out',
+  ): Promise<{ written: boolean; checkpoint: StepCheckpoint; execution: CheckpointedExecution }> {
+    return this.writeCheckpoint(this.sql.checkpointTask, [...checkpointValues(executionId, position, name, outcome, attempts, argsHash), endStatus]);
   }
 
   async recordedBetween(executionId: string, from: number, to: number): Promise<RecordedStep[]> {

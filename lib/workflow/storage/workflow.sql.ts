@@ -97,6 +97,52 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
       UNION ALL
       SELECT false, ${stepColumns.split(', ').map((c) => `s.${c}`).join(', ')}, cur.status, cur.recovery_attempts
         FROM ${s} s, cur WHERE s.execution_id = $1::uuid AND s.position = $2::int AND s.status <> 'retrying' AND NOT EXISTS (SELECT 1 FROM ins)`,
+    // A task job's attempt in one round trip: marks the execution running (as markRunning) and reads its status and
+    // the checkpoint at the position (as stepState). 'x' answers the status it set: the outer read sees the snapshot.
+    startTaskAttempt: `
+      WITH x AS (
+        UPDATE ${e} SET status = 'running', started_at = coalesce(started_at, now()), updated_at = now()
+         WHERE id = $1 AND status IN ('pending', 'running')
+        RETURNING status
+      )
+      SELECT coalesce((SELECT status FROM x), e0.status) AS execution_status,
+             s.position, s.name, s.status, s.result, s.error, s.attempts, s.completed_at, s.seq, s.args_hash
+        FROM ${e} e0 LEFT JOIN ${s} s ON s.execution_id = e0.id AND s.position = $2 AND s.status <> 'retrying'
+       WHERE e0.id = $1`,
+    // A task's outcome in one round trip: the checkpoint as 'checkpoint' writes it and, only when this statement wrote
+    // it, the execution's end as 'finish' sets it (a compare-and-set from pending/running to $9). 'prev' locks the
+    // execution row first (the sequence number is taken under that lock, as in 'checkpoint'); 'x' updates the row
+    // once (a statement may not update a row twice) after 'ins' (x reads ins). A loser gets the winner's row.
+    checkpointTask: `
+      WITH slot AS (
+        SELECT seq FROM ${s} WHERE execution_id = $1::uuid AND position = $2::int AND status = 'retrying'
+      ), prev AS (
+        SELECT status, recovery_attempts, next_step_seq FROM ${e} WHERE id = $1::uuid FOR UPDATE
+      ), ins AS (
+        INSERT INTO ${s} AS t (execution_id, position, name, status, result, error, attempts, args_hash, seq)
+        SELECT $1::uuid, $2::int, $3::text, $4::text, $5::jsonb, $6::jsonb, $7::int, $8::text, coalesce((SELECT seq FROM slot), prev.next_step_seq)
+          FROM prev
+        ON CONFLICT (execution_id, position) DO UPDATE
+           SET name = EXCLUDED.name, status = EXCLUDED.status, result = EXCLUDED.result, error = EXCLUDED.error,
+               attempts = EXCLUDED.attempts, args_hash = EXCLUDED.args_hash, completed_at = now()
+         WHERE t.status = 'retrying'
+        RETURNING ${stepColumns}
+      ), x AS (
+        UPDATE ${e} SET next_step_seq = next_step_seq + CASE WHEN EXISTS (SELECT 1 FROM slot) THEN 0 ELSE 1 END,
+               updated_at = now(),
+               status = CASE WHEN status IN ('pending', 'running') THEN $9::text ELSE status END,
+               result = CASE WHEN status IN ('pending', 'running') THEN $5::jsonb ELSE result END,
+               error = CASE WHEN status IN ('pending', 'running') THEN $6::jsonb ELSE error END,
+               completed_at = CASE WHEN status IN ('pending', 'running') THEN now() ELSE completed_at END,
+               delivered_through = CASE WHEN status IN ('pending', 'running') THEN NULL ELSE delivered_through END,
+               ended_by = CASE WHEN status IN ('pending', 'running') THEN NULL ELSE ended_by END
+         WHERE id = $1::uuid AND EXISTS (SELECT 1 FROM ins)
+        RETURNING id
+      )
+      SELECT true AS written, ins.*, prev.status AS execution_status, prev.recovery_attempts FROM ins, prev
+      UNION ALL
+      SELECT false, ${stepColumns.split(', ').map((c) => `s.${c}`).join(', ')}, prev.status, prev.recovery_attempts
+        FROM ${s} s, prev WHERE s.execution_id = $1::uuid AND s.position = $2::int AND s.status <> 'retrying' AND NOT EXISTS (SELECT 1 FROM ins)`,
     recordedBetween: `
       SELECT ${stepColumns} FROM ${s} WHERE execution_id = $1 AND seq >= $2 AND seq < $3 ORDER BY seq`,
     get: `SELECT * FROM ${e} WHERE id = $1`,

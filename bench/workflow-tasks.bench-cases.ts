@@ -40,21 +40,23 @@ const IN_FLIGHT = 100;
 const CONCURRENCY = 50;
 
 /** Raw BullMQ: `jobs` adds (100 in flight) to a worker of concurrency 50; jobs/s from the first add to the last completion. */
-async function rawBullmq(redisUrl: string, prefix: string, jobs: number): Promise<number> {
+async function rawBullmq(redisUrl: string, prefix: string, jobs: number): Promise<TaskRun> {
   const connection = { url: redisUrl, maxRetriesPerRequest: null };
   const queue = new Queue('raw-tasks', { connection, prefix });
   let done = 0;
   const worker = new Worker('raw-tasks', (job) => Promise.resolve(job.data as unknown), { connection, prefix, concurrency: CONCURRENCY });
   worker.on('completed', () => done++);
   await worker.waitUntilReady();
+  const counts = readCounts();
   const t0 = performance.now();
   await keepInFlight(jobs, IN_FLIGHT, (i) => queue.add('t', { i }, { jobId: `raw-${i}`, removeOnComplete: true, removeOnFail: true }));
   await waitFor('raw BullMQ jobs to complete', () => Promise.resolve(done >= jobs), 120_000);
   const ms = performance.now() - t0;
+  const cost = perUnit(counts, jobs);
   await worker.close();
   await queue.obliterate({ force: true }).catch(() => undefined);
   await queue.close();
-  return jobs / (ms / 1000);
+  return { perSec: jobs / (ms / 1000), cost };
 }
 
 /** What one case measured: tasks/s, and per task this process's Postgres statements, Redis commands and CPU. */
@@ -128,12 +130,12 @@ export async function taskCases(databaseUrl: string, redisUrl: string, count: nu
     const base = apps[1] ? { keyed: await ours(apps[1], pool, 'keyed', count, 0), unkeyed: await ours(apps[1], pool, 'unkeyed', count, 0) } : undefined;
     const f = (n: number) => n.toFixed(0);
     const row = (label: string, r: TaskRun) =>
-      `| ${label} | ${f(r.perSec)} | ${((100 * r.perSec) / raw).toFixed(1)}% | ${r.cost.postgres.toFixed(2)} | ${r.cost.redis.toFixed(2)} | ${f(r.cost.cpuMicros)} |`;
+      `| ${label} | ${f(r.perSec)} | ${((100 * r.perSec) / raw.perSec).toFixed(1)}% | ${r.cost.postgres.toFixed(2)} | ${r.cost.redis.toFixed(2)} | ${f(r.cost.cpuMicros)} |`;
     return [
       '',
       `| tasks (issue 12): enqueue→completed, ${IN_FLIGHT} enqueues in flight, worker concurrency ${CONCURRENCY}, ${count} each | per s | vs raw BullMQ | PG statements per task | Redis commands per task | CPU µs per task (this process) |`,
       '|---|---:|---:|---:|---:|---:|',
-      `| raw BullMQ add→completed (custom job id, removeOnComplete) | ${f(raw)} | 100% | | | |`,
+      row('raw BullMQ add→completed (custom job id, removeOnComplete)', raw),
       row('@Task() with a task id', keyed),
       row('@Task() without a task id (identity always_unique)', unkeyed),
       ...(base ? [row("@Task() with a task id, BENCH_BASE's library", base.keyed), row("@Task() without a task id, BENCH_BASE's library", base.unkeyed)] : []),

@@ -336,6 +336,25 @@ describe.each(IMPLEMENTATIONS)('WorkflowStore contract: $name', (implementation)
 
     expect(await s.workflows.startTaskAttempt(randomUUID(), 0)).toEqual({ status: null, checkpoint: null });
 
+    // Starts made together (one statement in Postgres) answer each its own execution, in any mix of states.
+    const fresh = [task(), task(), task()];
+    for (const e of fresh) await s.workflows.insert(e);
+    const together = await Promise.all([
+      ...fresh.map((e) => s.workflows.startTaskAttempt(e.executionId, 0)),
+      s.workflows.startTaskAttempt(a.executionId, 0),
+      s.workflows.startTaskAttempt(c.executionId, 0),
+      s.workflows.startTaskAttempt(randomUUID(), 0),
+      s.workflows.startTaskAttempt(fresh[0].executionId, 0),
+    ]);
+    expect(together).toEqual([
+      { status: 'running', checkpoint: null }, { status: 'running', checkpoint: null }, { status: 'running', checkpoint: null },
+      { status: 'completed', checkpoint: expect.objectContaining({ result: { sent: 1 } }) as unknown },
+      { status: 'cancelled', checkpoint: expect.objectContaining({ result: 1 }) as unknown },
+      { status: null, checkpoint: null },
+      { status: 'running', checkpoint: null },
+    ]);
+    for (const e of fresh) expect(await s.workflows.get(e.executionId)).toMatchObject({ status: 'running', recoveryAttempts: 0 });
+
     // Concurrent writers: one writes and ends the execution with its own outcome; every other gets that row.
     const d = task();
     await s.workflows.insert(d);

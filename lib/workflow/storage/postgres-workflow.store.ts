@@ -3,6 +3,7 @@ import { RecoveryAttemptsExhaustedError } from '../../errors/recovery-attempts-e
 import type { StoredError } from '../../errors/workflow-failed.error';
 import type { ExecutionKind, ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
 import { retryTransient } from './transient';
+import { CallBatcher } from './call-batcher';
 import {
   BeginOutcome, CheckpointedExecution, EventRead, ExecutionActivity, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore, RegisteredWait,
 } from './workflow.store';
@@ -101,6 +102,13 @@ export function toCheckpoint(row: StepRow): StepCheckpoint {
 
 function json(value: unknown): string | null {
   return value === undefined ? null : JSON.stringify(value);
+}
+
+/** An execution's status and the checkpoint at a position (none when the row's step columns are null). */
+type StepState = { status: WorkflowStatus | null; checkpoint: StepCheckpoint | null };
+
+function toStepState(row: StepRow & { execution_status: WorkflowStatus }): StepState {
+  return { status: row.execution_status, checkpoint: row.name === null ? null : toCheckpoint(row) };
 }
 
 /** The parameters $1–$8 of the checkpoint statements. */
@@ -214,11 +222,29 @@ export class PostgresWorkflowStore extends WorkflowStore {
     throw new Error(`checkpoint of step "${String(values[2])}" (#${String(values[1])}) of execution ${String(values[0])} kept racing; it will be retried`);
   }
 
-  async startTaskAttempt(executionId: string, position: number): Promise<{ status: WorkflowStatus | null; checkpoint: StepCheckpoint | null }> {
+  /** Task jobs that start together share one statement (see CallBatcher). */
+  private readonly taskStarts = new CallBatcher<{ executionId: string; position: number }, StepState>(
+    (requests) => this.startTaskAttempts(requests),
+    ({ executionId, position }) => this.startOneTaskAttempt(executionId, position),
+  );
+
+  startTaskAttempt(executionId: string, position: number): Promise<StepState> {
+    return this.taskStarts.call({ executionId, position });
+  }
+
+  private async startOneTaskAttempt(executionId: string, position: number): Promise<StepState> {
     const rows = await this.query<StepRow & { execution_status: WorkflowStatus }>({ ...this.sql.startTaskAttempt, values: [executionId, position] });
-    if (rows.length === 0) return { status: null, checkpoint: null };
-    const row = rows[0];
-    return { status: row.execution_status, checkpoint: row.name === null ? null : toCheckpoint(row) };
+    return rows.length === 0 ? { status: null, checkpoint: null } : toStepState(rows[0]);
+  }
+
+  /** One statement for many starts; an execution that does not exist is left unanswered (asked again on its own). */
+  private async startTaskAttempts(requests: Array<{ executionId: string; position: number }>): Promise<Array<StepState | undefined>> {
+    const rows = await this.query<StepRow & { i: number; execution_status: WorkflowStatus }>({
+      ...this.sql.startTaskAttempts, values: [requests.map((r) => r.executionId), requests.map((r) => r.position)],
+    });
+    const answers: Array<StepState | undefined> = new Array<StepState | undefined>(requests.length);
+    for (const row of rows) answers[row.i - 1] = toStepState(row);
+    return answers;
   }
 
   async checkpointTask(

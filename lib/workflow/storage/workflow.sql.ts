@@ -109,6 +109,22 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
              s.position, s.name, s.status, s.result, s.error, s.attempts, s.completed_at, s.seq, s.args_hash
         FROM ${e} e0 LEFT JOIN ${s} s ON s.execution_id = e0.id AND s.position = $2 AND s.status <> 'retrying'
        WHERE e0.id = $1`,
+    // startTaskAttempt for many jobs in one round trip ($1 execution ids, $2 positions; each answer carries its request's
+    // ordinal). The rows are locked in id order, so two batches never wait on each other in a cycle.
+    startTaskAttempts: `
+      WITH req AS (
+        SELECT * FROM unnest($1::uuid[], $2::int[]) WITH ORDINALITY AS r(id, position, i)
+      ), lk AS (
+        SELECT id FROM ${e} WHERE id IN (SELECT id FROM req) AND status IN ('pending', 'running') ORDER BY id FOR UPDATE
+      ), x AS (
+        UPDATE ${e} SET status = 'running', started_at = coalesce(started_at, now()), updated_at = now()
+         WHERE id IN (SELECT id FROM lk) AND status IN ('pending', 'running')
+        RETURNING id, status
+      )
+      SELECT req.i::int AS i, coalesce(x.status, e0.status) AS execution_status,
+             s.position, s.name, s.status, s.result, s.error, s.attempts, s.completed_at, s.seq, s.args_hash
+        FROM req JOIN ${e} e0 ON e0.id = req.id LEFT JOIN x ON x.id = req.id
+        LEFT JOIN ${s} s ON s.execution_id = req.id AND s.position = req.position AND s.status <> 'retrying'`,
     // A task's outcome in one round trip: the checkpoint as 'checkpoint' writes it and, only when this statement wrote
     // it, the execution's end as 'finish' sets it (a compare-and-set from pending/running to $9). 'prev' locks the
     // execution row first (the sequence number is taken under that lock, as in 'checkpoint'); 'x' updates the row

@@ -355,6 +355,29 @@ describe.each(IMPLEMENTATIONS)('WorkflowStore contract: $name', (implementation)
     ]);
     for (const e of fresh) expect(await s.workflows.get(e.executionId)).toMatchObject({ status: 'running', recoveryAttempts: 0 });
 
+    // Outcomes written together (one statement in Postgres) end each its own execution, in any mix of states.
+    const cancelled = task();
+    await s.workflows.insert(cancelled);
+    await s.workflows.cancel(cancelled.workflowId);
+    const oops = { name: 'Error', message: 'no "receipt" \\ today' };
+    const ends = await Promise.all([
+      s.workflows.checkpointTask(fresh[0].executionId, 0, 'send', { status: 'completed', result: { n: 'a "quoted" \\ one' } }, 1, 'h0', 'completed'),
+      s.workflows.checkpointTask(fresh[1].executionId, 0, 'send', { status: 'failed', error: oops }, 2, null, 'failed'),
+      s.workflows.checkpointTask(fresh[2].executionId, 0, 'send', { status: 'completed', result: null }, 1, null, 'completed'),
+      s.workflows.checkpointTask(a.executionId, 0, 'send', { status: 'completed', result: 'late' }, 3, null, 'completed'),
+      s.workflows.checkpointTask(cancelled.executionId, 0, 'send', { status: 'completed', result: 7 }, 1, null, 'completed'),
+    ]);
+    expect(ends.map((r) => [r.written, r.checkpoint.result, r.execution?.status])).toEqual([
+      [true, { n: 'a "quoted" \\ one' }, 'running'], [true, null, 'running'], [true, null, 'running'], [false, { sent: 1 }, 'completed'], [true, 7, 'cancelled'],
+    ]);
+    expect(ends[1].checkpoint).toMatchObject({ status: 'failed', error: oops, attempts: 2 });
+    expect(await s.workflows.get(fresh[0].executionId)).toMatchObject({ status: 'completed', result: { n: 'a "quoted" \\ one' } });
+    expect(await s.workflows.get(fresh[1].executionId)).toMatchObject({ status: 'failed', error: oops, result: null });
+    expect(await s.workflows.get(fresh[2].executionId)).toMatchObject({ status: 'completed', result: null });
+    expect(await s.workflows.get(a.executionId)).toMatchObject({ status: 'completed', result: { sent: 1 } });
+    expect(await s.workflows.get(cancelled.executionId)).toMatchObject({ status: 'cancelled', result: null });
+    expect((await s.workflows.steps(fresh[0].executionId)).map((c) => c.sequence)).toEqual([0]);
+
     // Concurrent writers: one writes and ends the execution with its own outcome; every other gets that row.
     const d = task();
     await s.workflows.insert(d);

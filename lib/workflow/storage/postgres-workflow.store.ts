@@ -111,6 +111,13 @@ function toStepState(row: StepRow & { execution_status: WorkflowStatus }): StepS
   return { status: row.execution_status, checkpoint: row.name === null ? null : toCheckpoint(row) };
 }
 
+/** What a checkpoint write answers. */
+type CheckpointWrite = { written: boolean; checkpoint: StepCheckpoint; execution: CheckpointedExecution };
+
+function toCheckpointWrite(row: StepRow & { written: boolean; execution_status: WorkflowStatus; recovery_attempts: number }): CheckpointWrite {
+  return { written: row.written, checkpoint: toCheckpoint(row), execution: { status: row.execution_status, recoveryAttempts: row.recovery_attempts } };
+}
+
 /** The parameters $1–$8 of the checkpoint statements. */
 function checkpointValues(executionId: string, position: number, name: string, outcome: StepOutcome, attempts: number, argsHash: string | null): unknown[] {
   return [
@@ -211,13 +218,10 @@ export class PostgresWorkflowStore extends WorkflowStore {
   }
 
   /** Runs a checkpoint statement (`checkpoint`, `checkpointTask`): empty means it lost a race its snapshot could not see. */
-  private async writeCheckpoint(statement: Statement, values: unknown[]): Promise<{ written: boolean; checkpoint: StepCheckpoint; execution: CheckpointedExecution }> {
+  private async writeCheckpoint(statement: Statement, values: unknown[]): Promise<CheckpointWrite> {
     for (let attempt = 0; attempt < RACE_RETRIES; attempt++) {
       const rows = await this.query<StepRow & { written: boolean; execution_status: WorkflowStatus; recovery_attempts: number }>({ ...statement, values });
-      if (rows.length > 0) {
-        const row = rows[0];
-        return { written: row.written, checkpoint: toCheckpoint(row), execution: { status: row.execution_status, recoveryAttempts: row.recovery_attempts } };
-      }
+      if (rows.length > 0) return toCheckpointWrite(rows[0]);
     }
     throw new Error(`checkpoint of step "${String(values[2])}" (#${String(values[1])}) of execution ${String(values[0])} kept racing; it will be retried`);
   }
@@ -247,7 +251,13 @@ export class PostgresWorkflowStore extends WorkflowStore {
     return answers;
   }
 
-  async checkpointTask(
+  /** Task outcomes checkpointed in the same turn share one statement (see CallBatcher). */
+  private readonly taskCheckpoints = new CallBatcher<unknown[], CheckpointWrite>(
+    (requests) => this.checkpointTasks(requests),
+    (values) => this.writeCheckpoint(this.sql.checkpointTask, values),
+  );
+
+  checkpointTask(
     executionId: string,
     position: number,
     name: string,
@@ -255,8 +265,29 @@ export class PostgresWorkflowStore extends WorkflowStore {
     attempts: number,
     argsHash: string | null,
     endStatus: 'completed' | 'failed' | 'timed_out',
-  ): Promise<{ written: boolean; checkpoint: StepCheckpoint; execution: CheckpointedExecution }> {
-    return this.writeCheckpoint(this.sql.checkpointTask, [...checkpointValues(executionId, position, name, outcome, attempts, argsHash), endStatus]);
+  ): Promise<CheckpointWrite> {
+    return this.taskCheckpoints.call([...checkpointValues(executionId, position, name, outcome, attempts, argsHash), endStatus]);
+  }
+
+  /**
+   * One statement for many task outcomes. Left unanswered (written on their own): a second request for the same
+   * execution and position, and one whose statement saw no row (an execution that is gone, or a lost race).
+   */
+  private async checkpointTasks(requests: unknown[][]): Promise<Array<CheckpointWrite | undefined>> {
+    const seen = new Set<string>();
+    const sent: number[] = [];
+    requests.forEach((values, i) => {
+      const key = `${String(values[0])}\u0000${String(values[1])}`;
+      if (!seen.has(key)) sent.push(i);
+      seen.add(key);
+    });
+    const column = (k: number) => sent.map((i) => requests[i][k]);
+    const rows = await this.query<StepRow & { i: number; written: boolean; execution_status: WorkflowStatus; recovery_attempts: number }>({
+      ...this.sql.checkpointTasks, values: [0, 1, 2, 3, 4, 5, 6, 7, 8].map(column),
+    });
+    const answers = new Array<CheckpointWrite | undefined>(requests.length);
+    for (const row of rows) answers[sent[row.i - 1]] = toCheckpointWrite(row);
+    return answers;
   }
 
   async recordedBetween(executionId: string, from: number, to: number): Promise<RecordedStep[]> {

@@ -159,6 +159,45 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
       UNION ALL
       SELECT false, ${stepColumns.split(', ').map((c) => `s.${c}`).join(', ')}, prev.status, prev.recovery_attempts
         FROM ${s} s, prev WHERE s.execution_id = $1::uuid AND s.position = $2::int AND s.status <> 'retrying' AND NOT EXISTS (SELECT 1 FROM ins)`,
+    // checkpointTask for many jobs in one round trip ($1..$9: arrays of checkpointTask's parameters, one (execution,
+    // position) each; results and errors as JSON text). Each answer carries its request's ordinal. The executions'
+    // rows are locked in id order, so two batches never wait on each other in a cycle.
+    checkpointTasks: `
+      WITH req AS (
+        SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[])
+          WITH ORDINALITY AS r(id, position, name, status, result, error, attempts, args_hash, end_status, i)
+      ), slot AS (
+        SELECT t.execution_id, t.seq FROM ${s} t JOIN req ON t.execution_id = req.id AND t.position = req.position WHERE t.status = 'retrying'
+      ), prev AS (
+        SELECT id, status, recovery_attempts, next_step_seq FROM ${e} WHERE id IN (SELECT id FROM req) ORDER BY id FOR UPDATE
+      ), ins AS (
+        INSERT INTO ${s} AS t (execution_id, position, name, status, result, error, attempts, args_hash, seq)
+        SELECT req.id, req.position, req.name, req.status, req.result::jsonb, req.error::jsonb, req.attempts, req.args_hash, coalesce(slot.seq, prev.next_step_seq)
+          FROM req JOIN prev ON prev.id = req.id LEFT JOIN slot ON slot.execution_id = req.id
+        ON CONFLICT (execution_id, position) DO UPDATE
+           SET name = EXCLUDED.name, status = EXCLUDED.status, result = EXCLUDED.result, error = EXCLUDED.error,
+               attempts = EXCLUDED.attempts, args_hash = EXCLUDED.args_hash, completed_at = now()
+         WHERE t.status = 'retrying'
+        RETURNING execution_id, ${stepColumns}
+      ), x AS (
+        UPDATE ${e} AS u SET next_step_seq = u.next_step_seq + CASE WHEN EXISTS (SELECT 1 FROM slot WHERE slot.execution_id = u.id) THEN 0 ELSE 1 END,
+               updated_at = now(),
+               status = CASE WHEN u.status IN ('pending', 'running') THEN req.end_status ELSE u.status END,
+               result = CASE WHEN u.status IN ('pending', 'running') THEN req.result::jsonb ELSE u.result END,
+               error = CASE WHEN u.status IN ('pending', 'running') THEN req.error::jsonb ELSE u.error END,
+               completed_at = CASE WHEN u.status IN ('pending', 'running') THEN now() ELSE u.completed_at END,
+               delivered_through = CASE WHEN u.status IN ('pending', 'running') THEN NULL ELSE u.delivered_through END,
+               ended_by = CASE WHEN u.status IN ('pending', 'running') THEN NULL ELSE u.ended_by END
+          FROM req
+         WHERE u.id = req.id AND u.id IN (SELECT execution_id FROM ins)
+        RETURNING u.id
+      )
+      SELECT req.i::int AS i, true AS written, ${stepColumns.split(', ').map((c) => `ins.${c}`).join(', ')}, prev.status AS execution_status, prev.recovery_attempts
+        FROM ins JOIN req ON req.id = ins.execution_id JOIN prev ON prev.id = req.id
+      UNION ALL
+      SELECT req.i::int, false, ${stepColumns.split(', ').map((c) => `t.${c}`).join(', ')}, prev.status, prev.recovery_attempts
+        FROM req JOIN prev ON prev.id = req.id JOIN ${s} t ON t.execution_id = req.id AND t.position = req.position AND t.status <> 'retrying'
+       WHERE req.id NOT IN (SELECT execution_id FROM ins)`,
     recordedBetween: `
       SELECT ${stepColumns} FROM ${s} WHERE execution_id = $1 AND seq >= $2 AND seq < $3 ORDER BY seq`,
     get: `SELECT * FROM ${e} WHERE id = $1`,

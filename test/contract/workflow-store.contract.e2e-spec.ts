@@ -388,6 +388,30 @@ describe.each(IMPLEMENTATIONS)('WorkflowStore contract: $name', (implementation)
     expect(await s.workflows.get(d.executionId)).toMatchObject({ status: 'completed', result: winners[0].checkpoint.result });
   });
 
+  it('checkpoints written together (concurrent workflows, parallel steps) each take their own sequence number', async () => {
+    const runs = [newExecution(), newExecution(), newExecution()];
+    for (const e of runs) {
+      await s.workflows.insert(e);
+      await s.workflows.begin(e.executionId, 10);
+    }
+    await s.workflows.cancel(runs[2].workflowId);
+    const written = await Promise.all([
+      ...runs.map((e, n) => s.workflows.checkpoint(e.executionId, 0, 'a', { status: 'completed', result: n }, 1, null)),
+      s.workflows.checkpoint(runs[0].executionId, 1, 'b', { status: 'completed', result: 'b' }, 1, null),
+      s.workflows.checkpoint(runs[0].executionId, 2, 'c', { status: 'failed', error: FAILURE }, 1, null),
+      s.workflows.checkpoint(runs[1].executionId, 0, 'a', { status: 'completed', result: 'loser' }, 1, null),
+    ]);
+    expect(written.map((w) => [w.written, w.checkpoint.result, w.execution?.status])).toEqual([
+      [true, 0, 'running'], [true, 1, 'running'], [true, 2, 'cancelled'], [true, 'b', 'running'], [true, null, 'running'], [false, 1, 'running'],
+    ]);
+    const journal = await s.workflows.recordedBetween(runs[0].executionId, 0, 100);
+    expect(journal.map((c) => c.sequence).sort()).toEqual([0, 1, 2]);
+    expect(journal.map((c) => c.name).sort()).toEqual(['a', 'b', 'c']);
+    // Checkpoints leave the execution's status alone (cancelled stays cancelled, running stays running).
+    expect((await s.workflows.get(runs[2].executionId))?.status).toBe('cancelled');
+    expect((await s.workflows.get(runs[0].executionId))?.status).toBe('running');
+  });
+
   it('the reconciler lock is held by one caller at a time', async () => {
     let inner: boolean | undefined;
     const outer = await s.workflows.withReconcilerLock(async () => {

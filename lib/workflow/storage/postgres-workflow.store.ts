@@ -214,8 +214,14 @@ export class PostgresWorkflowStore extends WorkflowStore {
     attempts: number,
     argsHash: string | null,
   ): Promise<{ written: boolean; checkpoint: StepCheckpoint; execution: CheckpointedExecution }> {
-    return this.writeCheckpoint(this.sql.checkpoint, checkpointValues(executionId, position, name, outcome, attempts, argsHash));
+    return this.stepCheckpoints.call([...checkpointValues(executionId, position, name, outcome, attempts, argsHash), null]);
   }
+
+  /** Step checkpoints written in the same turn (concurrent workflows) share one statement (see CallBatcher). */
+  private readonly stepCheckpoints = new CallBatcher<unknown[], CheckpointWrite>(
+    (requests) => this.checkpointBatch(requests),
+    (values) => this.writeCheckpoint(this.sql.checkpoint, values.slice(0, 8)),
+  );
 
   /** Runs a checkpoint statement (`checkpoint`, `checkpointTask`): empty means it lost a race its snapshot could not see. */
   private async writeCheckpoint(statement: Statement, values: unknown[]): Promise<CheckpointWrite> {
@@ -253,7 +259,7 @@ export class PostgresWorkflowStore extends WorkflowStore {
 
   /** Task outcomes checkpointed in the same turn share one statement (see CallBatcher). */
   private readonly taskCheckpoints = new CallBatcher<unknown[], CheckpointWrite>(
-    (requests) => this.checkpointTasks(requests),
+    (requests) => this.checkpointBatch(requests),
     (values) => this.writeCheckpoint(this.sql.checkpointTask, values),
   );
 
@@ -270,20 +276,22 @@ export class PostgresWorkflowStore extends WorkflowStore {
   }
 
   /**
-   * One statement for many task outcomes. Left unanswered (written on their own): a second request for the same
-   * execution and position, and one whose statement saw no row (an execution that is gone, or a lost race).
+   * One statement for many checkpoints (end status null) or task outcomes. Left unanswered (written on their own): a
+   * second request for the same execution (parallel steps), and one whose statement saw no row (an execution that is
+   * gone, or a lost race).
    */
-  private async checkpointTasks(requests: unknown[][]): Promise<Array<CheckpointWrite | undefined>> {
+  private async checkpointBatch(requests: unknown[][]): Promise<Array<CheckpointWrite | undefined>> {
     const seen = new Set<string>();
     const sent: number[] = [];
     requests.forEach((values, i) => {
-      const key = `${String(values[0])}\u0000${String(values[1])}`;
+      // One request per execution: each takes the execution's next sequence number, read once per statement.
+      const key = String(values[0]);
       if (!seen.has(key)) sent.push(i);
       seen.add(key);
     });
     const column = (k: number) => sent.map((i) => requests[i][k]);
     const rows = await this.query<StepRow & { i: number; written: boolean; execution_status: WorkflowStatus; recovery_attempts: number }>({
-      ...this.sql.checkpointTasks, values: [0, 1, 2, 3, 4, 5, 6, 7, 8].map(column),
+      ...this.sql.checkpoints, values: [0, 1, 2, 3, 4, 5, 6, 7, 8].map(column),
     });
     const answers = new Array<CheckpointWrite | undefined>(requests.length);
     for (const row of rows) answers[sent[row.i - 1]] = toCheckpointWrite(row);

@@ -159,10 +159,10 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
       UNION ALL
       SELECT false, ${stepColumns.split(', ').map((c) => `s.${c}`).join(', ')}, prev.status, prev.recovery_attempts
         FROM ${s} s, prev WHERE s.execution_id = $1::uuid AND s.position = $2::int AND s.status <> 'retrying' AND NOT EXISTS (SELECT 1 FROM ins)`,
-    // checkpointTask for many jobs in one round trip ($1..$9: arrays of checkpointTask's parameters, one (execution,
-    // position) each; results and errors as JSON text). Each answer carries its request's ordinal. The executions'
-    // rows are locked in id order, so two batches never wait on each other in a cycle.
-    checkpointTasks: `
+    // checkpoint (end status NULL) and checkpointTask for many jobs in one round trip ($1..$9: arrays of their
+    // parameters, one request per execution; results and errors as JSON text). Each answer carries its request's
+    // ordinal. The executions' rows are locked in id order, so two batches never wait on each other in a cycle.
+    checkpoints: `
       WITH req AS (
         SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[])
           WITH ORDINALITY AS r(id, position, name, status, result, error, attempts, args_hash, end_status, i)
@@ -181,13 +181,13 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
         RETURNING execution_id, ${stepColumns}
       ), x AS (
         UPDATE ${e} AS u SET next_step_seq = u.next_step_seq + CASE WHEN EXISTS (SELECT 1 FROM slot WHERE slot.execution_id = u.id) THEN 0 ELSE 1 END,
-               updated_at = now(),
-               status = CASE WHEN u.status IN ('pending', 'running') THEN req.end_status ELSE u.status END,
-               result = CASE WHEN u.status IN ('pending', 'running') THEN req.result::jsonb ELSE u.result END,
-               error = CASE WHEN u.status IN ('pending', 'running') THEN req.error::jsonb ELSE u.error END,
-               completed_at = CASE WHEN u.status IN ('pending', 'running') THEN now() ELSE u.completed_at END,
-               delivered_through = CASE WHEN u.status IN ('pending', 'running') THEN NULL ELSE u.delivered_through END,
-               ended_by = CASE WHEN u.status IN ('pending', 'running') THEN NULL ELSE u.ended_by END
+               updated_at = CASE WHEN req.end_status IS NULL THEN u.updated_at ELSE now() END,
+               status = CASE WHEN req.end_status IS NOT NULL AND u.status IN ('pending', 'running') THEN req.end_status ELSE u.status END,
+               result = CASE WHEN req.end_status IS NOT NULL AND u.status IN ('pending', 'running') THEN req.result::jsonb ELSE u.result END,
+               error = CASE WHEN req.end_status IS NOT NULL AND u.status IN ('pending', 'running') THEN req.error::jsonb ELSE u.error END,
+               completed_at = CASE WHEN req.end_status IS NOT NULL AND u.status IN ('pending', 'running') THEN now() ELSE u.completed_at END,
+               delivered_through = CASE WHEN req.end_status IS NOT NULL AND u.status IN ('pending', 'running') THEN NULL ELSE u.delivered_through END,
+               ended_by = CASE WHEN req.end_status IS NOT NULL AND u.status IN ('pending', 'running') THEN NULL ELSE u.ended_by END
           FROM req
          WHERE u.id = req.id AND u.id IN (SELECT execution_id FROM ins)
         RETURNING u.id

@@ -412,6 +412,30 @@ describe.each(IMPLEMENTATIONS)('WorkflowStore contract: $name', (implementation)
     expect((await s.workflows.get(runs[0].executionId))?.status).toBe('running');
   });
 
+  it('starts made together (one statement in Postgres) each insert or find the holder of their workflow id', async () => {
+    const held = newExecution();
+    await s.workflows.insert(held);
+    const parent = newExecution();
+    await s.workflows.insert(parent);
+    const fresh = newExecution(undefined, { input: { quote: 'a "b" \\ c' }, timeoutMs: 60_000, parentExecutionId: parent.executionId });
+    const task = { ...newExecution(`task-${randomUUID()}`), kind: 'task' as const };
+    const twin = newExecution();
+    const answers = await Promise.all([
+      s.workflows.insert(fresh),
+      s.workflows.insert(newExecution(held.workflowId)),
+      s.workflows.insert(task),
+      s.workflows.insert(twin),
+      s.workflows.insert(newExecution(twin.workflowId)),
+    ]);
+    expect(answers.map((a) => [a.inserted, a.execution.executionId])).toEqual([
+      [true, fresh.executionId], [false, held.executionId], [true, task.executionId], [true, twin.executionId], [false, twin.executionId],
+    ]);
+    expect(answers[0].execution).toMatchObject({ status: 'pending', input: { quote: 'a "b" \\ c' }, inputHash: 'hash-1', parentExecutionId: parent.executionId });
+    expect(answers[0].execution.deadlineAt?.getTime()).toBeGreaterThan(Date.now());
+    expect(answers[2].execution.kind).toBe('task');
+    expect(answers[3].execution.deadlineAt).toBeNull();
+  });
+
   it('the reconciler lock is held by one caller at a time', async () => {
     let inner: boolean | undefined;
     const outer = await s.workflows.withReconcilerLock(async () => {

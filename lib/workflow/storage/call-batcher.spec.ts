@@ -34,4 +34,15 @@ describe('CallBatcher', () => {
     expect(await Promise.all([5, 6, 7].map((n) => batcher.call(n)))).toEqual([5, 6, 7]);
     expect(sizes).toEqual([2, 2]);
   });
+
+  it('with retrySingly, answers each call of a failed batch on its own', async () => {
+    const batcher = new CallBatcher<number, number>(
+      () => Promise.reject(new Error('batch failed')),
+      (n) => (n === 0 ? Promise.reject(new Error(`call ${n} failed`)) : Promise.resolve(n * 10)),
+      100,
+      true,
+    );
+    const answers = await Promise.allSettled([0, 1, 2].map((n) => batcher.call(n)));
+    expect(answers.map((a) => (a.status === 'fulfilled' ? a.value : (a.reason as Error).message))).toEqual(['call 0 failed', 10, 20]);
+  });
 });

@@ -2,7 +2,9 @@
  * Coalesces the calls made in one turn of the event loop into one batch: the first call schedules a flush with
  * `setImmediate` (after the I/O callbacks of this turn, so jobs that arrived together share a statement, and a lone
  * call waits for nothing), at most `max` calls per batch. `run` answers each call by its index; a call it leaves
- * unanswered (undefined) is answered by `single` on its own. A batch that fails fails each of its calls.
+ * unanswered (undefined) is answered by `single` on its own. A batch that fails fails each of its calls, or, with
+ * `retrySingly` (for statements where one request's error, such as a constraint violation, would fail the rest), has
+ * each call answered by `single`.
  */
 export class CallBatcher<A, R> {
   private pending: Array<{ args: A; resolve: (value: R) => void; reject: (err: unknown) => void }> = [];
@@ -12,6 +14,7 @@ export class CallBatcher<A, R> {
     private readonly run: (args: A[]) => Promise<Array<R | undefined>>,
     private readonly single: (args: A) => Promise<R>,
     private readonly max = 100,
+    private readonly retrySingly = false,
   ) {}
 
   call(args: A): Promise<R> {
@@ -42,7 +45,10 @@ export class CallBatcher<A, R> {
         });
       },
       (err: unknown) => {
-        for (const b of batch) b.reject(err);
+        for (const b of batch) {
+          if (this.retrySingly) this.single(b.args).then(b.resolve, b.reject);
+          else b.reject(err);
+        }
       },
     );
   }

@@ -111,6 +111,9 @@ function toStepState(row: StepRow & { execution_status: WorkflowStatus }): StepS
   return { status: row.execution_status, checkpoint: row.name === null ? null : toCheckpoint(row) };
 }
 
+/** What an insert answers: whether it inserted, and the execution that holds the workflow id. */
+type Inserted = { inserted: boolean; execution: WorkflowExecution & { inputHash: string } };
+
 /** What a checkpoint write answers. */
 type CheckpointWrite = { written: boolean; checkpoint: StepCheckpoint; execution: CheckpointedExecution };
 
@@ -151,16 +154,43 @@ export class PostgresWorkflowStore extends WorkflowStore {
     return retryTransient(async () => (await this.connection.pool.query<R>(config)).rows, this.retryForMs);
   }
 
-  async insert(execution: NewExecution): Promise<{ inserted: boolean; execution: WorkflowExecution & { inputHash: string } }> {
-    const values = [
+  /** Executions started in the same turn (task enqueues, workflow starts) share one statement (see CallBatcher). */
+  private readonly inserts = new CallBatcher<unknown[], Inserted>(
+    (requests) => this.insertMany(requests),
+    (values) => this.insertOne(values),
+    100,
+    true,
+  );
+
+  insert(execution: NewExecution): Promise<Inserted> {
+    return this.inserts.call([
       execution.executionId, execution.workflowId, execution.workflowName, json(execution.input) ?? 'null', execution.inputHash,
       execution.timeoutMs ?? null, execution.parentExecutionId ?? null, execution.kind ?? 'workflow',
-    ];
+    ]);
+  }
+
+  /** One statement for many inserts; a second request for the same workflow id is left to `insertOne`. */
+  private async insertMany(requests: unknown[][]): Promise<Array<Inserted | undefined>> {
+    const seen = new Set<unknown>();
+    const sent: number[] = [];
+    requests.forEach((values, i) => {
+      if (!seen.has(values[1])) sent.push(i);
+      seen.add(values[1]);
+    });
+    const rows = await this.query<ExecutionRow & { i: number; inserted: boolean }>({
+      ...this.sql.insertMany, values: [0, 1, 2, 3, 4, 5, 6, 7].map((k) => sent.map((i) => requests[i][k])),
+    });
+    const answers = new Array<Inserted | undefined>(requests.length);
+    for (const row of rows) answers[sent[row.i - 1]] = { inserted: row.inserted, execution: toExecution(row) };
+    return answers;
+  }
+
+  private async insertOne(values: unknown[]): Promise<Inserted> {
     for (let attempt = 0; attempt < RACE_RETRIES; attempt++) {
       const rows = await this.query<ExecutionRow & { inserted: boolean }>({ ...this.sql.insert, values });
       if (rows.length > 0) return { inserted: rows[0].inserted, execution: toExecution(rows[0]) };
     }
-    throw new Error(`start of workflow id "${execution.workflowId}" kept racing with concurrent starts; retry it`);
+    throw new Error(`start of workflow id "${String(values[1])}" kept racing with concurrent starts; retry it`);
   }
 
   async begin(executionId: string, maxRecoveries: number): Promise<BeginOutcome> {

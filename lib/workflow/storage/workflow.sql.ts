@@ -36,6 +36,25 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
       SELECT true AS inserted, ins.* FROM ins
       UNION ALL
       SELECT false, x.* FROM ${e} x WHERE x.workflow_id = $2 AND x.${LIVE_PREDICATE} AND NOT EXISTS (SELECT 1 FROM ins)`,
+    // insert for many executions in one round trip ($1..$8: arrays of insert's parameters, one request per workflow
+    // id; inputs as JSON text). Each answer carries its request's ordinal; a request that gets no row (its holder
+    // committed after this statement's snapshot) is asked again on its own.
+    insertMany: `
+      WITH req AS (
+        SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::uuid[], $8::text[])
+          WITH ORDINALITY AS r(id, workflow_id, workflow_name, input, input_hash, timeout_ms, parent_execution_id, kind, i)
+      ), ins AS (
+        INSERT INTO ${e} AS x (id, workflow_id, workflow_name, status, input, input_hash, deadline_at, parent_execution_id, kind)
+        SELECT id, workflow_id, workflow_name, 'pending', input::jsonb, input_hash,
+               CASE WHEN timeout_ms IS NULL THEN NULL ELSE now() + (timeout_ms * interval '1 millisecond') END, parent_execution_id, kind
+          FROM req ORDER BY i
+        ON CONFLICT (workflow_id) WHERE ${LIVE_PREDICATE} DO NOTHING
+        RETURNING *
+      )
+      SELECT req.i::int AS i, true AS inserted, ins.* FROM ins JOIN req ON req.id = ins.id
+      UNION ALL
+      SELECT req.i::int, false, x.* FROM req JOIN ${e} x ON x.workflow_id = req.workflow_id AND x.${LIVE_PREDICATE}
+       WHERE req.id NOT IN (SELECT id FROM ins)`,
     // first_run: no run of this execution began before (its step jobs cannot exist yet; see StepJobData.fresh). 'prev'
     // locks the row before 'x' updates it (x reads prev, so prev runs first), so a concurrent begin sees the other's start.
     begin: `

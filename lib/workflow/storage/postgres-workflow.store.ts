@@ -7,7 +7,7 @@ import { CallBatcher } from './call-batcher';
 import {
   BeginOutcome, CheckpointedExecution, EventRead, ExecutionActivity, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore, RegisteredWait,
 } from './workflow.store';
-import { Statement, WorkflowSql, workflowSql } from './workflow.sql';
+import { WorkflowSql, workflowSql } from './workflow.sql';
 import { EVENTS_TABLE, MESSAGES_TABLE, STEPS_TABLE, WAITS_TABLE } from './workflow.sql';
 import { quoteIdent } from '../../storage/postgres/idempotency.sql';
 import { withClient } from '../../storage/postgres/checkout';
@@ -250,14 +250,17 @@ export class PostgresWorkflowStore extends WorkflowStore {
   /** Step checkpoints written in the same turn (concurrent workflows) share one statement (see CallBatcher). */
   private readonly stepCheckpoints = new CallBatcher<unknown[], CheckpointWrite>(
     (requests) => this.checkpointBatch(requests),
-    (values) => this.writeCheckpoint(this.sql.checkpoint, values.slice(0, 8)),
+    (values) => this.writeCheckpoint(values, async () => {
+      const rows = await this.query<StepRow & { written: boolean; execution_status: WorkflowStatus; recovery_attempts: number }>({ ...this.sql.checkpoint, values: values.slice(0, 8) });
+      return rows.length > 0 ? toCheckpointWrite(rows[0]) : undefined;
+    }),
   );
 
-  /** Runs a checkpoint statement (`checkpoint`, `checkpointTask`): empty means it lost a race its snapshot could not see. */
-  private async writeCheckpoint(statement: Statement, values: unknown[]): Promise<CheckpointWrite> {
+  /** Runs a checkpoint write until it answers: none means it lost a race its snapshot could not see. */
+  private async writeCheckpoint(values: unknown[], write: () => Promise<CheckpointWrite | undefined>): Promise<CheckpointWrite> {
     for (let attempt = 0; attempt < RACE_RETRIES; attempt++) {
-      const rows = await this.query<StepRow & { written: boolean; execution_status: WorkflowStatus; recovery_attempts: number }>({ ...statement, values });
-      if (rows.length > 0) return toCheckpointWrite(rows[0]);
+      const answer = await write();
+      if (answer) return answer;
     }
     throw new Error(`checkpoint of step "${String(values[2])}" (#${String(values[1])}) of execution ${String(values[0])} kept racing; it will be retried`);
   }
@@ -265,19 +268,14 @@ export class PostgresWorkflowStore extends WorkflowStore {
   /** Task jobs that start together share one statement (see CallBatcher). */
   private readonly taskStarts = new CallBatcher<{ executionId: string; position: number }, StepState>(
     (requests) => this.startTaskAttempts(requests),
-    ({ executionId, position }) => this.startOneTaskAttempt(executionId, position),
+    async (request) => (await this.startTaskAttempts([request]))[0] ?? { status: null, checkpoint: null },
   );
 
   startTaskAttempt(executionId: string, position: number): Promise<StepState> {
     return this.taskStarts.call({ executionId, position });
   }
 
-  private async startOneTaskAttempt(executionId: string, position: number): Promise<StepState> {
-    const rows = await this.query<StepRow & { execution_status: WorkflowStatus }>({ ...this.sql.startTaskAttempt, values: [executionId, position] });
-    return rows.length === 0 ? { status: null, checkpoint: null } : toStepState(rows[0]);
-  }
-
-  /** One statement for many starts; an execution that does not exist is left unanswered (asked again on its own). */
+  /** One statement for one or many starts; an execution that does not exist is left unanswered. */
   private async startTaskAttempts(requests: Array<{ executionId: string; position: number }>): Promise<Array<StepState | undefined>> {
     const rows = await this.query<StepRow & { i: number; execution_status: WorkflowStatus }>({
       ...this.sql.startTaskAttempts, values: [requests.map((r) => r.executionId), requests.map((r) => r.position)],
@@ -290,7 +288,7 @@ export class PostgresWorkflowStore extends WorkflowStore {
   /** Task outcomes checkpointed in the same turn share one statement (see CallBatcher). */
   private readonly taskCheckpoints = new CallBatcher<unknown[], CheckpointWrite>(
     (requests) => this.checkpointBatch(requests),
-    (values) => this.writeCheckpoint(this.sql.checkpointTask, values),
+    (values) => this.writeCheckpoint(values, async () => (await this.checkpointBatch([values]))[0]),
   );
 
   checkpointTask(
@@ -306,7 +304,7 @@ export class PostgresWorkflowStore extends WorkflowStore {
   }
 
   /**
-   * One statement for many checkpoints (end status null) or task outcomes. Left unanswered (written on their own): a
+   * One statement for one or many checkpoints (end status null) or task outcomes. Left unanswered (written on their own): a
    * second request for the same execution (parallel steps), and one whose statement saw no row (an execution that is
    * gone, or a lost race).
    */

@@ -116,20 +116,10 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
       UNION ALL
       SELECT false, ${stepColumns.split(', ').map((c) => `s.${c}`).join(', ')}, cur.status, cur.recovery_attempts
         FROM ${s} s, cur WHERE s.execution_id = $1::uuid AND s.position = $2::int AND s.status <> 'retrying' AND NOT EXISTS (SELECT 1 FROM ins)`,
-    // A task job's attempt in one round trip: marks the execution running (as markRunning) and reads its status and
-    // the checkpoint at the position (as stepState). 'x' answers the status it set: the outer read sees the snapshot.
-    startTaskAttempt: `
-      WITH x AS (
-        UPDATE ${e} SET status = 'running', started_at = coalesce(started_at, now()), updated_at = now()
-         WHERE id = $1 AND status IN ('pending', 'running')
-        RETURNING status
-      )
-      SELECT coalesce((SELECT status FROM x), e0.status) AS execution_status,
-             s.position, s.name, s.status, s.result, s.error, s.attempts, s.completed_at, s.seq, s.args_hash
-        FROM ${e} e0 LEFT JOIN ${s} s ON s.execution_id = e0.id AND s.position = $2 AND s.status <> 'retrying'
-       WHERE e0.id = $1`,
-    // startTaskAttempt for many jobs in one round trip ($1 execution ids, $2 positions; each answer carries its request's
-    // ordinal). The rows are locked in id order, so two batches never wait on each other in a cycle.
+    // A task job's attempt, for one or many jobs in one round trip ($1 execution ids, $2 positions): marks each
+    // execution running (as markRunning) and reads its status and the checkpoint at the position (as stepState); 'x'
+    // answers the status it set, the outer read sees the snapshot. Each answer carries its request's ordinal. The rows
+    // are locked in id order, so two batches never wait on each other in a cycle.
     startTaskAttempts: `
       WITH req AS (
         SELECT * FROM unnest($1::uuid[], $2::int[]) WITH ORDINALITY AS r(id, position, i)
@@ -144,43 +134,13 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
              s.position, s.name, s.status, s.result, s.error, s.attempts, s.completed_at, s.seq, s.args_hash
         FROM req JOIN ${e} e0 ON e0.id = req.id LEFT JOIN x ON x.id = req.id
         LEFT JOIN ${s} s ON s.execution_id = req.id AND s.position = req.position AND s.status <> 'retrying'`,
-    // A task's outcome in one round trip: the checkpoint as 'checkpoint' writes it and, only when this statement wrote
-    // it, the execution's end as 'finish' sets it (a compare-and-set from pending/running to $9). 'prev' locks the
-    // execution row first (the sequence number is taken under that lock, as in 'checkpoint'); 'x' updates the row
-    // once (a statement may not update a row twice) after 'ins' (x reads ins). A loser gets the winner's row.
-    checkpointTask: `
-      WITH slot AS (
-        SELECT seq FROM ${s} WHERE execution_id = $1::uuid AND position = $2::int AND status = 'retrying'
-      ), prev AS (
-        SELECT status, recovery_attempts, next_step_seq FROM ${e} WHERE id = $1::uuid FOR UPDATE
-      ), ins AS (
-        INSERT INTO ${s} AS t (execution_id, position, name, status, result, error, attempts, args_hash, seq)
-        SELECT $1::uuid, $2::int, $3::text, $4::text, $5::jsonb, $6::jsonb, $7::int, $8::text, coalesce((SELECT seq FROM slot), prev.next_step_seq)
-          FROM prev
-        ON CONFLICT (execution_id, position) DO UPDATE
-           SET name = EXCLUDED.name, status = EXCLUDED.status, result = EXCLUDED.result, error = EXCLUDED.error,
-               attempts = EXCLUDED.attempts, args_hash = EXCLUDED.args_hash, completed_at = now()
-         WHERE t.status = 'retrying'
-        RETURNING ${stepColumns}
-      ), x AS (
-        UPDATE ${e} SET next_step_seq = next_step_seq + CASE WHEN EXISTS (SELECT 1 FROM slot) THEN 0 ELSE 1 END,
-               updated_at = now(),
-               status = CASE WHEN status IN ('pending', 'running') THEN $9::text ELSE status END,
-               result = CASE WHEN status IN ('pending', 'running') THEN $5::jsonb ELSE result END,
-               error = CASE WHEN status IN ('pending', 'running') THEN $6::jsonb ELSE error END,
-               completed_at = CASE WHEN status IN ('pending', 'running') THEN now() ELSE completed_at END,
-               delivered_through = CASE WHEN status IN ('pending', 'running') THEN NULL ELSE delivered_through END,
-               ended_by = CASE WHEN status IN ('pending', 'running') THEN NULL ELSE ended_by END
-         WHERE id = $1::uuid AND EXISTS (SELECT 1 FROM ins)
-        RETURNING id
-      )
-      SELECT true AS written, ins.*, prev.status AS execution_status, prev.recovery_attempts FROM ins, prev
-      UNION ALL
-      SELECT false, ${stepColumns.split(', ').map((c) => `s.${c}`).join(', ')}, prev.status, prev.recovery_attempts
-        FROM ${s} s, prev WHERE s.execution_id = $1::uuid AND s.position = $2::int AND s.status <> 'retrying' AND NOT EXISTS (SELECT 1 FROM ins)`,
-    // checkpoint (end status NULL) and checkpointTask for many jobs in one round trip ($1..$9: arrays of their
-    // parameters, one request per execution; results and errors as JSON text). Each answer carries its request's
-    // ordinal. The executions' rows are locked in id order, so two batches never wait on each other in a cycle.
+    // Checkpoints (end status NULL) and task outcomes, for one or many jobs in one round trip ($1..$9: arrays of the
+    // parameters of 'checkpoint' and the end status, one request per execution; results and errors as JSON text).
+    // Each checkpoint is written as 'checkpoint' writes it and, for a task, only when this statement wrote it, its
+    // execution ends with it as 'finish' would (a compare-and-set from pending/running). 'prev' locks the executions'
+    // rows in id order (two batches never wait on each other in a cycle) and gives each its next sequence number;
+    // 'x' updates each row once (a statement may not update a row twice) after 'ins' (x reads ins). A loser gets the
+    // winner's row. Each answer carries its request's ordinal.
     checkpoints: `
       WITH req AS (
         SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[])

@@ -1,5 +1,5 @@
 import type { StepJobData } from '../workflow/step-job';
-import type { WorkflowStore } from '../workflow/storage/workflow.store';
+import type { StepOutcome, WorkflowStore } from '../workflow/storage/workflow.store';
 import type { StepCheckpoint } from '../workflow/workflow.interfaces';
 import { inputHash } from '../workflow/workflow-identity';
 import { uuidv7 } from '../workflow/uuidv7';
@@ -43,7 +43,13 @@ export async function finishTask(store: WorkflowStore, executionId: string, chec
     return;
   }
   const error = checkpoint.error ?? { name: 'Error', message: 'unknown error' };
-  await store.finish(executionId, error.name === TIMED_OUT_ERROR ? 'timed_out' : 'failed', { error });
+  await store.finish(executionId, taskEndStatus({ status: 'failed', error }), { error });
+}
+
+/** The final status of a task execution whose step ended with `outcome`: failed, or timed_out when its last attempt timed out. */
+export function taskEndStatus(outcome: StepOutcome): 'completed' | 'failed' | 'timed_out' {
+  if (outcome.status === 'completed') return 'completed';
+  return outcome.error.name === TIMED_OUT_ERROR ? 'timed_out' : 'failed';
 }
 
 /** The record of a task called from a workflow, inserted once per (parent, position) while it is live or completed. */

@@ -17,7 +17,7 @@ import { RegisteredStep, WorkflowRegistry } from './workflow.registry';
 import { stepJobId, WorkflowQueues } from './workflow-queues';
 import { LongTimer, setLongTimeout } from '../utils/long-timer';
 import { StepState, TransactionalSteps } from '../transaction/transactional-steps';
-import { settleTask, startTask } from '../task/task-run';
+import { settleTask, startTask, taskEndStatus } from '../task/task-run';
 import { QueueSettings } from '../queues/queue-settings';
 
 /**
@@ -105,21 +105,33 @@ export class StepWorker {
         if (isTask) await startTask(this.store, data);
         state = await this.transactional.run(step.transaction.isolation, { executionId: data.executionId, position: data.position, name: step.name, attempts: attempt, argsHash: data.argsHash ?? null }, run, write);
         checkpoint = state.checkpoint;
+      } else if (data.task) {
+        // An enqueued task: one statement marks it running and reads its state, one writes its outcome and ends it.
+        state = await this.store.startTaskAttempt(data.executionId, data.position);
+        checkpoint = state.checkpoint;
       } else {
         // A fresh job's first start cannot find a checkpoint (see StepJobData.fresh): its run learns of a cancellation
         // from the previous step's checkpoint. Any other start asks Postgres first.
         state = isFirstStart(job) ? undefined : await this.store.stepState(data.executionId, data.position);
         checkpoint = state?.checkpoint ?? null;
       }
+      let settled = false;
       if (!checkpoint) {
         if (state && state.status !== 'running' && state.status !== 'pending') {
           this.queues.notify(queue, jobId, { kind: 'finished' });
           return { kind: 'stopped', status: state.status };
         }
-        if (isTask) await startTask(this.store, data);
-        ({ checkpoint, execution } = await write(await run()));
+        if (data.task && !step.transaction) {
+          const outcome = await run();
+          let written: boolean;
+          ({ written, checkpoint, execution } = await this.store.checkpointTask(data.executionId, data.position, step.name, outcome, attempt, data.argsHash ?? null, taskEndStatus(outcome)));
+          settled = written;
+        } else {
+          if (isTask) await startTask(this.store, data);
+          ({ checkpoint, execution } = await write(await run()));
+        }
       }
-      if (isTask) await settleTask(this.store, data, checkpoint);
+      if (isTask && !settled) await settleTask(this.store, data, checkpoint);
       // The outcome goes to a waiter in this process directly; BullMQ only learns that it is in Postgres.
       this.queues.notify(queue, jobId, { kind: 'checkpoint', checkpoint, execution });
       return { kind: 'checkpointed', position: data.position };

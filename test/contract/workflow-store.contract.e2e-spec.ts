@@ -303,6 +303,139 @@ describe.each(IMPLEMENTATIONS)('WorkflowStore contract: $name', (implementation)
     expect(await s.workflows.insert(workflow)).toMatchObject({ execution: { kind: 'workflow' } });
   });
 
+  it('tasks: startTaskAttempt marks running and reads the checkpoint; checkpointTask writes once and ends the execution with its outcome', async () => {
+    const task = () => ({ ...newExecution(`task-${randomUUID()}`), kind: 'task' as const, workflowName: 'send-receipt' });
+    const a = task();
+    await s.workflows.insert(a);
+    expect(await s.workflows.startTaskAttempt(a.executionId, 0)).toEqual({ status: 'running', checkpoint: null });
+    expect(await s.workflows.get(a.executionId)).toMatchObject({ status: 'running', recoveryAttempts: 0 });
+    const first = await s.workflows.checkpointTask(a.executionId, 0, 'send', { status: 'completed', result: { sent: 1 } }, 1, 'h', 'completed');
+    expect(first).toMatchObject({ written: true, checkpoint: { position: 0, name: 'send', status: 'completed', result: { sent: 1 } }, execution: { status: 'running' } });
+    expect(await s.workflows.get(a.executionId)).toMatchObject({ status: 'completed', result: { sent: 1 }, error: null });
+    expect((await s.workflows.get(a.executionId))?.completedAt).toBeInstanceOf(Date);
+    // A second writer (a stalled attempt run again) gets the first outcome and changes nothing.
+    const second = await s.workflows.checkpointTask(a.executionId, 0, 'send', { status: 'completed', result: { sent: 2 } }, 2, 'h', 'completed');
+    expect(second).toMatchObject({ written: false, checkpoint: { result: { sent: 1 }, attempts: 1 }, execution: { status: 'completed' } });
+    expect(await s.workflows.get(a.executionId)).toMatchObject({ status: 'completed', result: { sent: 1 } });
+    expect(await s.workflows.startTaskAttempt(a.executionId, 0)).toMatchObject({ status: 'completed', checkpoint: { result: { sent: 1 } } });
+
+    // A timed-out last attempt ends the execution as timed_out with the error.
+    const b = task();
+    await s.workflows.insert(b);
+    const timeout = { name: 'StepTimeoutError', message: 'too slow' };
+    expect(await s.workflows.checkpointTask(b.executionId, 0, 'send', { status: 'failed', error: timeout }, 3, null, 'timed_out')).toMatchObject({ written: true });
+    expect(await s.workflows.get(b.executionId)).toMatchObject({ status: 'timed_out', error: timeout, result: null });
+
+    // A cancelled execution keeps its status; the outcome is recorded as the step's only.
+    const c = task();
+    await s.workflows.insert(c);
+    await s.workflows.cancel(c.workflowId);
+    expect(await s.workflows.startTaskAttempt(c.executionId, 0)).toEqual({ status: 'cancelled', checkpoint: null });
+    expect(await s.workflows.checkpointTask(c.executionId, 0, 'send', { status: 'completed', result: 1 }, 1, null, 'completed')).toMatchObject({ written: true, execution: { status: 'cancelled' } });
+    expect(await s.workflows.get(c.executionId)).toMatchObject({ status: 'cancelled', result: null });
+
+    expect(await s.workflows.startTaskAttempt(randomUUID(), 0)).toEqual({ status: null, checkpoint: null });
+
+    // Starts made together (one statement in Postgres) answer each its own execution, in any mix of states.
+    const fresh = [task(), task(), task()];
+    for (const e of fresh) await s.workflows.insert(e);
+    const together = await Promise.all([
+      ...fresh.map((e) => s.workflows.startTaskAttempt(e.executionId, 0)),
+      s.workflows.startTaskAttempt(a.executionId, 0),
+      s.workflows.startTaskAttempt(c.executionId, 0),
+      s.workflows.startTaskAttempt(randomUUID(), 0),
+      s.workflows.startTaskAttempt(fresh[0].executionId, 0),
+    ]);
+    expect(together).toEqual([
+      { status: 'running', checkpoint: null }, { status: 'running', checkpoint: null }, { status: 'running', checkpoint: null },
+      { status: 'completed', checkpoint: expect.objectContaining({ result: { sent: 1 } }) as unknown },
+      { status: 'cancelled', checkpoint: expect.objectContaining({ result: 1 }) as unknown },
+      { status: null, checkpoint: null },
+      { status: 'running', checkpoint: null },
+    ]);
+    for (const e of fresh) expect(await s.workflows.get(e.executionId)).toMatchObject({ status: 'running', recoveryAttempts: 0 });
+
+    // Outcomes written together (one statement in Postgres) end each its own execution, in any mix of states.
+    const cancelled = task();
+    await s.workflows.insert(cancelled);
+    await s.workflows.cancel(cancelled.workflowId);
+    const oops = { name: 'Error', message: 'no "receipt" \\ today' };
+    const ends = await Promise.all([
+      s.workflows.checkpointTask(fresh[0].executionId, 0, 'send', { status: 'completed', result: { n: 'a "quoted" \\ one' } }, 1, 'h0', 'completed'),
+      s.workflows.checkpointTask(fresh[1].executionId, 0, 'send', { status: 'failed', error: oops }, 2, null, 'failed'),
+      s.workflows.checkpointTask(fresh[2].executionId, 0, 'send', { status: 'completed', result: null }, 1, null, 'completed'),
+      s.workflows.checkpointTask(a.executionId, 0, 'send', { status: 'completed', result: 'late' }, 3, null, 'completed'),
+      s.workflows.checkpointTask(cancelled.executionId, 0, 'send', { status: 'completed', result: 7 }, 1, null, 'completed'),
+    ]);
+    expect(ends.map((r) => [r.written, r.checkpoint.result, r.execution?.status])).toEqual([
+      [true, { n: 'a "quoted" \\ one' }, 'running'], [true, null, 'running'], [true, null, 'running'], [false, { sent: 1 }, 'completed'], [true, 7, 'cancelled'],
+    ]);
+    expect(ends[1].checkpoint).toMatchObject({ status: 'failed', error: oops, attempts: 2 });
+    expect(await s.workflows.get(fresh[0].executionId)).toMatchObject({ status: 'completed', result: { n: 'a "quoted" \\ one' } });
+    expect(await s.workflows.get(fresh[1].executionId)).toMatchObject({ status: 'failed', error: oops, result: null });
+    expect(await s.workflows.get(fresh[2].executionId)).toMatchObject({ status: 'completed', result: null });
+    expect(await s.workflows.get(a.executionId)).toMatchObject({ status: 'completed', result: { sent: 1 } });
+    expect(await s.workflows.get(cancelled.executionId)).toMatchObject({ status: 'cancelled', result: null });
+    expect((await s.workflows.steps(fresh[0].executionId)).map((c) => c.sequence)).toEqual([0]);
+
+    // Concurrent writers: one writes and ends the execution with its own outcome; every other gets that row.
+    const d = task();
+    await s.workflows.insert(d);
+    const racing = await Promise.all([1, 2, 3, 4, 5].map((n) => s.workflows.checkpointTask(d.executionId, 0, 'send', { status: 'completed', result: n }, n, null, 'completed')));
+    const winners = racing.filter((r) => r.written);
+    expect(winners).toHaveLength(1);
+    expect(new Set(racing.map((r) => r.checkpoint.result))).toEqual(new Set([winners[0].checkpoint.result]));
+    expect(await s.workflows.get(d.executionId)).toMatchObject({ status: 'completed', result: winners[0].checkpoint.result });
+  });
+
+  it('checkpoints written together (concurrent workflows, parallel steps) each take their own sequence number', async () => {
+    const runs = [newExecution(), newExecution(), newExecution()];
+    for (const e of runs) {
+      await s.workflows.insert(e);
+      await s.workflows.begin(e.executionId, 10);
+    }
+    await s.workflows.cancel(runs[2].workflowId);
+    const written = await Promise.all([
+      ...runs.map((e, n) => s.workflows.checkpoint(e.executionId, 0, 'a', { status: 'completed', result: n }, 1, null)),
+      s.workflows.checkpoint(runs[0].executionId, 1, 'b', { status: 'completed', result: 'b' }, 1, null),
+      s.workflows.checkpoint(runs[0].executionId, 2, 'c', { status: 'failed', error: FAILURE }, 1, null),
+      s.workflows.checkpoint(runs[1].executionId, 0, 'a', { status: 'completed', result: 'loser' }, 1, null),
+    ]);
+    expect(written.map((w) => [w.written, w.checkpoint.result, w.execution?.status])).toEqual([
+      [true, 0, 'running'], [true, 1, 'running'], [true, 2, 'cancelled'], [true, 'b', 'running'], [true, null, 'running'], [false, 1, 'running'],
+    ]);
+    const journal = await s.workflows.recordedBetween(runs[0].executionId, 0, 100);
+    expect(journal.map((c) => c.sequence).sort()).toEqual([0, 1, 2]);
+    expect(journal.map((c) => c.name).sort()).toEqual(['a', 'b', 'c']);
+    // Checkpoints leave the execution's status alone (cancelled stays cancelled, running stays running).
+    expect((await s.workflows.get(runs[2].executionId))?.status).toBe('cancelled');
+    expect((await s.workflows.get(runs[0].executionId))?.status).toBe('running');
+  });
+
+  it('starts made together (one statement in Postgres) each insert or find the holder of their workflow id', async () => {
+    const held = newExecution();
+    await s.workflows.insert(held);
+    const parent = newExecution();
+    await s.workflows.insert(parent);
+    const fresh = newExecution(undefined, { input: { quote: 'a "b" \\ c' }, timeoutMs: 60_000, parentExecutionId: parent.executionId });
+    const task = { ...newExecution(`task-${randomUUID()}`), kind: 'task' as const };
+    const twin = newExecution();
+    const answers = await Promise.all([
+      s.workflows.insert(fresh),
+      s.workflows.insert(newExecution(held.workflowId)),
+      s.workflows.insert(task),
+      s.workflows.insert(twin),
+      s.workflows.insert(newExecution(twin.workflowId)),
+    ]);
+    expect(answers.map((a) => [a.inserted, a.execution.executionId])).toEqual([
+      [true, fresh.executionId], [false, held.executionId], [true, task.executionId], [true, twin.executionId], [false, twin.executionId],
+    ]);
+    expect(answers[0].execution).toMatchObject({ status: 'pending', input: { quote: 'a "b" \\ c' }, inputHash: 'hash-1', parentExecutionId: parent.executionId });
+    expect(answers[0].execution.deadlineAt?.getTime()).toBeGreaterThan(Date.now());
+    expect(answers[2].execution.kind).toBe('task');
+    expect(answers[3].execution.deadlineAt).toBeNull();
+  });
+
   it('the reconciler lock is held by one caller at a time', async () => {
     let inner: boolean | undefined;
     const outer = await s.workflows.withReconcilerLock(async () => {

@@ -169,6 +169,27 @@ export class MemoryWorkflowStore extends WorkflowStore {
     return Promise.resolve({ written: true, checkpoint: jsonCopyCheckpoint(checkpoint), execution: seen });
   }
 
+  async startTaskAttempt(executionId: string, position: number): Promise<{ status: WorkflowStatus | null; checkpoint: StepCheckpoint | null }> {
+    await this.markRunning(executionId);
+    return this.stepState(executionId, position);
+  }
+
+  async checkpointTask(
+    executionId: string,
+    position: number,
+    name: string,
+    outcome: StepOutcome,
+    attempts: number,
+    argsHash: string | null,
+    endStatus: 'completed' | 'failed' | 'timed_out',
+  ): Promise<{ written: boolean; checkpoint: StepCheckpoint; execution: CheckpointedExecution }> {
+    const written = await this.checkpoint(executionId, position, name, outcome, attempts, argsHash);
+    if (written.written) {
+      await this.finish(executionId, endStatus, outcome.status === 'completed' ? { result: outcome.result ?? null } : { error: outcome.error });
+    }
+    return written;
+  }
+
   recordedBetween(executionId: string, from: number, to: number): Promise<RecordedStep[]> {
     const rows = [...(this.checkpoints.get(executionId)?.values() ?? [])].filter((r) => r.sequence >= from && r.sequence < to);
     return Promise.resolve(rows.sort((a, b) => a.sequence - b.sequence).map(jsonCopyCheckpoint));

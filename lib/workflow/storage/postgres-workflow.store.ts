@@ -3,6 +3,7 @@ import { RecoveryAttemptsExhaustedError } from '../../errors/recovery-attempts-e
 import type { StoredError } from '../../errors/workflow-failed.error';
 import type { ExecutionKind, ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
 import { retryTransient } from './transient';
+import { CallBatcher } from './call-batcher';
 import {
   BeginOutcome, CheckpointedExecution, EventRead, ExecutionActivity, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore, RegisteredWait,
 } from './workflow.store';
@@ -103,6 +104,33 @@ function json(value: unknown): string | null {
   return value === undefined ? null : JSON.stringify(value);
 }
 
+/** An execution's status and the checkpoint at a position (none when the row's step columns are null). */
+type StepState = { status: WorkflowStatus | null; checkpoint: StepCheckpoint | null };
+
+function toStepState(row: StepRow & { execution_status: WorkflowStatus }): StepState {
+  return { status: row.execution_status, checkpoint: row.name === null ? null : toCheckpoint(row) };
+}
+
+/** What an insert answers: whether it inserted, and the execution that holds the workflow id. */
+type Inserted = { inserted: boolean; execution: WorkflowExecution & { inputHash: string } };
+
+/** What a checkpoint write answers. */
+type CheckpointWrite = { written: boolean; checkpoint: StepCheckpoint; execution: CheckpointedExecution };
+
+function toCheckpointWrite(row: StepRow & { written: boolean; execution_status: WorkflowStatus; recovery_attempts: number }): CheckpointWrite {
+  return { written: row.written, checkpoint: toCheckpoint(row), execution: { status: row.execution_status, recoveryAttempts: row.recovery_attempts } };
+}
+
+/** The parameters $1–$8 of the checkpoint statements. */
+function checkpointValues(executionId: string, position: number, name: string, outcome: StepOutcome, attempts: number, argsHash: string | null): unknown[] {
+  return [
+    executionId, position, name, outcome.status,
+    outcome.status === 'completed' ? json(outcome.result) ?? 'null' : null,
+    outcome.status === 'failed' ? json(outcome.error) : null,
+    attempts, argsHash,
+  ];
+}
+
 /**
  * The Postgres workflow store: hand-written prepared statements; every call is retried while the database is
  * unreachable (all statements are idempotent or compare-and-set), so a Postgres restart delays work instead of failing it.
@@ -126,16 +154,43 @@ export class PostgresWorkflowStore extends WorkflowStore {
     return retryTransient(async () => (await this.connection.pool.query<R>(config)).rows, this.retryForMs);
   }
 
-  async insert(execution: NewExecution): Promise<{ inserted: boolean; execution: WorkflowExecution & { inputHash: string } }> {
-    const values = [
+  /** Executions started in the same turn (task enqueues, workflow starts) share one statement (see CallBatcher). */
+  private readonly inserts = new CallBatcher<unknown[], Inserted>(
+    (requests) => this.insertMany(requests),
+    (values) => this.insertOne(values),
+    100,
+    true,
+  );
+
+  insert(execution: NewExecution): Promise<Inserted> {
+    return this.inserts.call([
       execution.executionId, execution.workflowId, execution.workflowName, json(execution.input) ?? 'null', execution.inputHash,
       execution.timeoutMs ?? null, execution.parentExecutionId ?? null, execution.kind ?? 'workflow',
-    ];
+    ]);
+  }
+
+  /** One statement for many inserts; a second request for the same workflow id is left to `insertOne`. */
+  private async insertMany(requests: unknown[][]): Promise<Array<Inserted | undefined>> {
+    const seen = new Set<unknown>();
+    const sent: number[] = [];
+    requests.forEach((values, i) => {
+      if (!seen.has(values[1])) sent.push(i);
+      seen.add(values[1]);
+    });
+    const rows = await this.query<ExecutionRow & { i: number; inserted: boolean }>({
+      ...this.sql.insertMany, values: [0, 1, 2, 3, 4, 5, 6, 7].map((k) => sent.map((i) => requests[i][k])),
+    });
+    const answers = new Array<Inserted | undefined>(requests.length);
+    for (const row of rows) answers[sent[row.i - 1]] = { inserted: row.inserted, execution: toExecution(row) };
+    return answers;
+  }
+
+  private async insertOne(values: unknown[]): Promise<Inserted> {
     for (let attempt = 0; attempt < RACE_RETRIES; attempt++) {
       const rows = await this.query<ExecutionRow & { inserted: boolean }>({ ...this.sql.insert, values });
       if (rows.length > 0) return { inserted: rows[0].inserted, execution: toExecution(rows[0]) };
     }
-    throw new Error(`start of workflow id "${execution.workflowId}" kept racing with concurrent starts; retry it`);
+    throw new Error(`start of workflow id "${String(values[1])}" kept racing with concurrent starts; retry it`);
   }
 
   async begin(executionId: string, maxRecoveries: number): Promise<BeginOutcome> {
@@ -189,20 +244,86 @@ export class PostgresWorkflowStore extends WorkflowStore {
     attempts: number,
     argsHash: string | null,
   ): Promise<{ written: boolean; checkpoint: StepCheckpoint; execution: CheckpointedExecution }> {
-    const values = [
-      executionId, position, name, outcome.status,
-      outcome.status === 'completed' ? json(outcome.result) ?? 'null' : null,
-      outcome.status === 'failed' ? json(outcome.error) : null,
-      attempts, argsHash,
-    ];
+    return this.stepCheckpoints.call([...checkpointValues(executionId, position, name, outcome, attempts, argsHash), null]);
+  }
+
+  /** Step checkpoints written in the same turn (concurrent workflows) share one statement (see CallBatcher). */
+  private readonly stepCheckpoints = new CallBatcher<unknown[], CheckpointWrite>(
+    (requests) => this.checkpointBatch(requests),
+    (values) => this.writeCheckpoint(values, async () => {
+      const rows = await this.query<StepRow & { written: boolean; execution_status: WorkflowStatus; recovery_attempts: number }>({ ...this.sql.checkpoint, values: values.slice(0, 8) });
+      return rows.length > 0 ? toCheckpointWrite(rows[0]) : undefined;
+    }),
+  );
+
+  /** Runs a checkpoint write until it answers: none means it lost a race its snapshot could not see. */
+  private async writeCheckpoint(values: unknown[], write: () => Promise<CheckpointWrite | undefined>): Promise<CheckpointWrite> {
     for (let attempt = 0; attempt < RACE_RETRIES; attempt++) {
-      const rows = await this.query<StepRow & { written: boolean; execution_status: WorkflowStatus; recovery_attempts: number }>({ ...this.sql.checkpoint, values });
-      if (rows.length > 0) {
-        const row = rows[0];
-        return { written: row.written, checkpoint: toCheckpoint(row), execution: { status: row.execution_status, recoveryAttempts: row.recovery_attempts } };
-      }
+      const answer = await write();
+      if (answer) return answer;
     }
-    throw new Error(`checkpoint of step "${name}" (#${position}) of execution ${executionId} kept racing; it will be retried`);
+    throw new Error(`checkpoint of step "${String(values[2])}" (#${String(values[1])}) of execution ${String(values[0])} kept racing; it will be retried`);
+  }
+
+  /** Task jobs that start together share one statement (see CallBatcher). */
+  private readonly taskStarts = new CallBatcher<{ executionId: string; position: number }, StepState>(
+    (requests) => this.startTaskAttempts(requests),
+    async (request) => (await this.startTaskAttempts([request]))[0] ?? { status: null, checkpoint: null },
+  );
+
+  startTaskAttempt(executionId: string, position: number): Promise<StepState> {
+    return this.taskStarts.call({ executionId, position });
+  }
+
+  /** One statement for one or many starts; an execution that does not exist is left unanswered. */
+  private async startTaskAttempts(requests: Array<{ executionId: string; position: number }>): Promise<Array<StepState | undefined>> {
+    const rows = await this.query<StepRow & { i: number; execution_status: WorkflowStatus }>({
+      ...this.sql.startTaskAttempts, values: [requests.map((r) => r.executionId), requests.map((r) => r.position)],
+    });
+    const answers: Array<StepState | undefined> = new Array<StepState | undefined>(requests.length);
+    for (const row of rows) answers[row.i - 1] = toStepState(row);
+    return answers;
+  }
+
+  /** Task outcomes checkpointed in the same turn share one statement (see CallBatcher). */
+  private readonly taskCheckpoints = new CallBatcher<unknown[], CheckpointWrite>(
+    (requests) => this.checkpointBatch(requests),
+    (values) => this.writeCheckpoint(values, async () => (await this.checkpointBatch([values]))[0]),
+  );
+
+  checkpointTask(
+    executionId: string,
+    position: number,
+    name: string,
+    outcome: StepOutcome,
+    attempts: number,
+    argsHash: string | null,
+    endStatus: 'completed' | 'failed' | 'timed_out',
+  ): Promise<CheckpointWrite> {
+    return this.taskCheckpoints.call([...checkpointValues(executionId, position, name, outcome, attempts, argsHash), endStatus]);
+  }
+
+  /**
+   * One statement for one or many checkpoints (end status null) or task outcomes. Left unanswered (written on their own): a
+   * second request for the same execution (parallel steps), and one whose statement saw no row (an execution that is
+   * gone, or a lost race).
+   */
+  private async checkpointBatch(requests: unknown[][]): Promise<Array<CheckpointWrite | undefined>> {
+    const seen = new Set<string>();
+    const sent: number[] = [];
+    requests.forEach((values, i) => {
+      // One request per execution: each takes the execution's next sequence number, read once per statement.
+      const key = String(values[0]);
+      if (!seen.has(key)) sent.push(i);
+      seen.add(key);
+    });
+    const column = (k: number) => sent.map((i) => requests[i][k]);
+    const rows = await this.query<StepRow & { i: number; written: boolean; execution_status: WorkflowStatus; recovery_attempts: number }>({
+      ...this.sql.checkpoints, values: [0, 1, 2, 3, 4, 5, 6, 7, 8].map(column),
+    });
+    const answers = new Array<CheckpointWrite | undefined>(requests.length);
+    for (const row of rows) answers[sent[row.i - 1]] = toCheckpointWrite(row);
+    return answers;
   }
 
   async recordedBetween(executionId: string, from: number, to: number): Promise<RecordedStep[]> {

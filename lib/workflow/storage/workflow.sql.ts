@@ -36,6 +36,25 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
       SELECT true AS inserted, ins.* FROM ins
       UNION ALL
       SELECT false, x.* FROM ${e} x WHERE x.workflow_id = $2 AND x.${LIVE_PREDICATE} AND NOT EXISTS (SELECT 1 FROM ins)`,
+    // insert for many executions in one round trip ($1..$8: arrays of insert's parameters, one request per workflow
+    // id; inputs as JSON text). Each answer carries its request's ordinal; a request that gets no row (its holder
+    // committed after this statement's snapshot) is asked again on its own.
+    insertMany: `
+      WITH req AS (
+        SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::uuid[], $8::text[])
+          WITH ORDINALITY AS r(id, workflow_id, workflow_name, input, input_hash, timeout_ms, parent_execution_id, kind, i)
+      ), ins AS (
+        INSERT INTO ${e} AS x (id, workflow_id, workflow_name, status, input, input_hash, deadline_at, parent_execution_id, kind)
+        SELECT id, workflow_id, workflow_name, 'pending', input::jsonb, input_hash,
+               CASE WHEN timeout_ms IS NULL THEN NULL ELSE now() + (timeout_ms * interval '1 millisecond') END, parent_execution_id, kind
+          FROM req ORDER BY i
+        ON CONFLICT (workflow_id) WHERE ${LIVE_PREDICATE} DO NOTHING
+        RETURNING *
+      )
+      SELECT req.i::int AS i, true AS inserted, ins.* FROM ins JOIN req ON req.id = ins.id
+      UNION ALL
+      SELECT req.i::int, false, x.* FROM req JOIN ${e} x ON x.workflow_id = req.workflow_id AND x.${LIVE_PREDICATE}
+       WHERE req.id NOT IN (SELECT id FROM ins)`,
     // first_run: no run of this execution began before (its step jobs cannot exist yet; see StepJobData.fresh). 'prev'
     // locks the row before 'x' updates it (x reads prev, so prev runs first), so a concurrent begin sees the other's start.
     begin: `
@@ -97,6 +116,67 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
       UNION ALL
       SELECT false, ${stepColumns.split(', ').map((c) => `s.${c}`).join(', ')}, cur.status, cur.recovery_attempts
         FROM ${s} s, cur WHERE s.execution_id = $1::uuid AND s.position = $2::int AND s.status <> 'retrying' AND NOT EXISTS (SELECT 1 FROM ins)`,
+    // A task job's attempt, for one or many jobs in one round trip ($1 execution ids, $2 positions): marks each
+    // execution running (as markRunning) and reads its status and the checkpoint at the position (as stepState); 'x'
+    // answers the status it set, the outer read sees the snapshot. Each answer carries its request's ordinal. The rows
+    // are locked in id order, so two batches never wait on each other in a cycle.
+    startTaskAttempts: `
+      WITH req AS (
+        SELECT * FROM unnest($1::uuid[], $2::int[]) WITH ORDINALITY AS r(id, position, i)
+      ), lk AS (
+        SELECT id FROM ${e} WHERE id IN (SELECT id FROM req) AND status IN ('pending', 'running') ORDER BY id FOR UPDATE
+      ), x AS (
+        UPDATE ${e} SET status = 'running', started_at = coalesce(started_at, now()), updated_at = now()
+         WHERE id IN (SELECT id FROM lk) AND status IN ('pending', 'running')
+        RETURNING id, status
+      )
+      SELECT req.i::int AS i, coalesce(x.status, e0.status) AS execution_status,
+             s.position, s.name, s.status, s.result, s.error, s.attempts, s.completed_at, s.seq, s.args_hash
+        FROM req JOIN ${e} e0 ON e0.id = req.id LEFT JOIN x ON x.id = req.id
+        LEFT JOIN ${s} s ON s.execution_id = req.id AND s.position = req.position AND s.status <> 'retrying'`,
+    // Checkpoints (end status NULL) and task outcomes, for one or many jobs in one round trip ($1..$9: arrays of the
+    // parameters of 'checkpoint' and the end status, one request per execution; results and errors as JSON text).
+    // Each checkpoint is written as 'checkpoint' writes it and, for a task, only when this statement wrote it, its
+    // execution ends with it as 'finish' would (a compare-and-set from pending/running). 'prev' locks the executions'
+    // rows in id order (two batches never wait on each other in a cycle) and gives each its next sequence number;
+    // 'x' updates each row once (a statement may not update a row twice) after 'ins' (x reads ins). A loser gets the
+    // winner's row. Each answer carries its request's ordinal.
+    checkpoints: `
+      WITH req AS (
+        SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[])
+          WITH ORDINALITY AS r(id, position, name, status, result, error, attempts, args_hash, end_status, i)
+      ), slot AS (
+        SELECT t.execution_id, t.seq FROM ${s} t JOIN req ON t.execution_id = req.id AND t.position = req.position WHERE t.status = 'retrying'
+      ), prev AS (
+        SELECT id, status, recovery_attempts, next_step_seq FROM ${e} WHERE id IN (SELECT id FROM req) ORDER BY id FOR UPDATE
+      ), ins AS (
+        INSERT INTO ${s} AS t (execution_id, position, name, status, result, error, attempts, args_hash, seq)
+        SELECT req.id, req.position, req.name, req.status, req.result::jsonb, req.error::jsonb, req.attempts, req.args_hash, coalesce(slot.seq, prev.next_step_seq)
+          FROM req JOIN prev ON prev.id = req.id LEFT JOIN slot ON slot.execution_id = req.id
+        ON CONFLICT (execution_id, position) DO UPDATE
+           SET name = EXCLUDED.name, status = EXCLUDED.status, result = EXCLUDED.result, error = EXCLUDED.error,
+               attempts = EXCLUDED.attempts, args_hash = EXCLUDED.args_hash, completed_at = now()
+         WHERE t.status = 'retrying'
+        RETURNING execution_id, ${stepColumns}
+      ), x AS (
+        UPDATE ${e} AS u SET next_step_seq = u.next_step_seq + CASE WHEN EXISTS (SELECT 1 FROM slot WHERE slot.execution_id = u.id) THEN 0 ELSE 1 END,
+               updated_at = CASE WHEN req.end_status IS NULL THEN u.updated_at ELSE now() END,
+               status = CASE WHEN req.end_status IS NOT NULL AND u.status IN ('pending', 'running') THEN req.end_status ELSE u.status END,
+               result = CASE WHEN req.end_status IS NOT NULL AND u.status IN ('pending', 'running') THEN req.result::jsonb ELSE u.result END,
+               error = CASE WHEN req.end_status IS NOT NULL AND u.status IN ('pending', 'running') THEN req.error::jsonb ELSE u.error END,
+               completed_at = CASE WHEN req.end_status IS NOT NULL AND u.status IN ('pending', 'running') THEN now() ELSE u.completed_at END,
+               delivered_through = CASE WHEN req.end_status IS NOT NULL AND u.status IN ('pending', 'running') THEN NULL ELSE u.delivered_through END,
+               ended_by = CASE WHEN req.end_status IS NOT NULL AND u.status IN ('pending', 'running') THEN NULL ELSE u.ended_by END
+          FROM req
+         WHERE u.id = req.id AND u.id IN (SELECT execution_id FROM ins)
+        RETURNING u.id
+      )
+      SELECT req.i::int AS i, true AS written, ${stepColumns.split(', ').map((c) => `ins.${c}`).join(', ')}, prev.status AS execution_status, prev.recovery_attempts
+        FROM ins JOIN req ON req.id = ins.execution_id JOIN prev ON prev.id = req.id
+      UNION ALL
+      SELECT req.i::int, false, ${stepColumns.split(', ').map((c) => `t.${c}`).join(', ')}, prev.status, prev.recovery_attempts
+        FROM req JOIN prev ON prev.id = req.id JOIN ${s} t ON t.execution_id = req.id AND t.position = req.position AND t.status <> 'retrying'
+       WHERE req.id NOT IN (SELECT execution_id FROM ins)`,
     recordedBetween: `
       SELECT ${stepColumns} FROM ${s} WHERE execution_id = $1 AND seq >= $2 AND seq < $3 ORDER BY seq`,
     get: `SELECT * FROM ${e} WHERE id = $1`,

@@ -137,6 +137,27 @@ export abstract class WorkflowStore {
     attempts: number,
     argsHash: string | null,
   ): Promise<{ written: boolean; checkpoint: StepCheckpoint; execution?: CheckpointedExecution }>;
+  /**
+   * Before an attempt of an enqueued task's job, in one step: marks a pending (or already running) execution running
+   * without counting a recovery (`markRunning`), and returns its status after that and the checkpoint at a position
+   * (`stepState`).
+   */
+  abstract startTaskAttempt(executionId: string, position: number): Promise<{ status: WorkflowStatus | null; checkpoint: StepCheckpoint | null }>;
+  /**
+   * An enqueued task's outcome, in one step: writes the checkpoint as `checkpoint` does and, only when this call wrote
+   * it, ends the execution with it as `finish` would (`endStatus`; a compare-and-set: one already finished or cancelled
+   * stays so). `execution`: the execution as the write saw it, before its end. A loser gets the winner's row (and
+   * finishes nothing).
+   */
+  abstract checkpointTask(
+    executionId: string,
+    position: number,
+    name: string,
+    outcome: StepOutcome,
+    attempts: number,
+    argsHash: string | null,
+    endStatus: 'completed' | 'failed' | 'timed_out',
+  ): Promise<{ written: boolean; checkpoint: StepCheckpoint; execution?: CheckpointedExecution }>;
   /** The journal rows with `from <= sequence < to`, in sequence order. */
   abstract recordedBetween(executionId: string, from: number, to: number): Promise<RecordedStep[]>;
   /** One execution by id. */

@@ -53,6 +53,11 @@ class HoldableProxy {
     this.held ??= [];
   }
 
+  /** Chunks held so far (each client write arrives as one or more chunks). */
+  get heldChunks(): number {
+    return this.held?.length ?? 0;
+  }
+
   release(): void {
     const held = this.held ?? [];
     this.held = undefined;
@@ -109,6 +114,30 @@ describe.each(ADAPTERS)('a first-time key is answered once Postgres holds it, no
     expect(retry.status).toBe(201);
     expect(retry.headers['idempotent-replayed']).toBe('true');
     expect(retry.text).toBe(response.text);
+    expect(h.runs(key)).toBe(1);
+  }, 30_000);
+
+  it('a retry sent right after the response replays, even while Redis has not cached the write\'s script yet', async () => {
+    // Redis restarted or flushed its scripts: the request's lookup loads its own script again, and the cache write
+    // after it must still reach Redis before any command sent later on the same connection (a write that first
+    // failed on an unknown script and was sent again would land after the retry's lookup: a 409 for a done key).
+    const key = `flushed-scripts-${adapter}`;
+    await probe.script('FLUSH');
+    h.gate.reset();
+    const first = h.http().post('/orders').set('Idempotency-Key', key).send({ amount: 1 }).then((r) => r);
+    await h.gate.started;
+    proxy.hold();
+    h.gate.open();
+    const response = await first;
+    expect(response.status).toBe(201);
+    const writes = proxy.heldChunks;
+    const retry = h.http().post('/orders').set('Idempotency-Key', key).send({ amount: 1 }).then((r) => r);
+    await waitUntil('the retry\'s lookup is sent after the cache write', () => proxy.heldChunks > writes);
+    proxy.release();
+    const replay = await retry;
+    expect(replay.status).toBe(201);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.text).toBe(response.text);
     expect(h.runs(key)).toBe(1);
   }, 30_000);
 });

@@ -14,11 +14,6 @@ local fp = redis.call('GET', KEYS[2])
 if fp then return {2, fp} end
 return {0}`;
 
-// KEYS[1] record, KEYS[2] marker; ARGV[1] record JSON, ARGV[2] ttl ms.
-const REMEMBER = `
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('DEL', KEYS[2])
-return 1`;
 
 interface Script {
   text: string;
@@ -47,7 +42,6 @@ function toRecord(json: string): CompletedRecord {
  */
 export class RedisIdempotencyCache extends IdempotencyCache {
   private readonly lookupScript = script(LOOKUP);
-  private readonly rememberScript = script(REMEMBER);
 
   constructor(
     private readonly connection: { readonly redis?: Redis | Cluster; readonly redisKeyPrefix: string },
@@ -76,7 +70,12 @@ export class RedisIdempotencyCache extends IdempotencyCache {
     const ttl = record.expiresAt - Date.now();
     if (ttl <= 0) return this.forget(scope, key);
     const value: CachedRecord = { f: record.fingerprint, r: record.result, e: record.expiresAt };
-    await this.breaker.run(() => this.eval(this.rememberScript, this.keys(scope, key), [JSON.stringify(value), String(ttl)]), undefined);
+    const [recordKey, markerKey] = this.keys(scope, key);
+    // MULTI, not a script: the write is on the connection before the caller goes on (the response to a first-time
+    // key is sent right after it, see the interceptor), and it stays ahead of every later command there. A script
+    // Redis does not hold (after a restart or SCRIPT FLUSH) would answer NOSCRIPT and be sent again, behind a retry's
+    // lookup already queued: a 409 for a key that is done.
+    await this.breaker.run(() => this.redis.multi().set(recordKey, JSON.stringify(value), 'PX', ttl).del(markerKey).exec(), undefined);
   }
 
   async forget(scope: string, key: string): Promise<void> {

@@ -93,7 +93,7 @@ export class RedisIdempotencyCache extends IdempotencyCache {
   }
 
   private keys(scope: string, key: string): [string, string] {
-    // The hash tag keeps both keys in one Redis Cluster slot, as a Lua script requires; the scope's
+    // The hash tag keeps both keys in one Redis Cluster slot, as the lookup script and MULTI require; the scope's
     // length makes the tag unambiguous whatever characters the scope and the client's key contain.
     const tag = `${this.connection.redisKeyPrefix}:{${scope.length}:${scope}|${key}}`;
     return [`${tag}:r`, `${tag}:f`];

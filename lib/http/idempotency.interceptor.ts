@@ -284,8 +284,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
    */
   private async settleTransaction(tx: TransactionalCall, sent: WireResponse, route: RouteSettings, failure: unknown): Promise<ResponseReplacement | undefined> {
     if (failure instanceof HandlerNeverStartedError || !isFinalStatus(sent.status, route.http)) {
-      await tx.releaseWith(failure === undefined ? undefined : { message: messageOf(failure) });
-      return undefined;
+      const released = await tx.releaseWith(failure === undefined ? undefined : { message: messageOf(failure) });
+      // The handler failed and Postgres could not even roll its transaction back cleanly: its connection failed (a
+      // restart, a cut), most likely under the handler's own query too. That is a store outage, answered as one.
+      if (released || failure === undefined || failure instanceof HandlerNeverStartedError) return undefined;
+      return problemReplacement(new IdempotencyProblemException(
+        'store-unavailable', 'the database failed while this request ran; its writes were rolled back. Retry with the same key later', { 'Retry-After': '1' },
+      ), this.options.http.problemTypeBase);
     }
     try {
       const stored = toStoredResponse(sent, route.replayHeaders);
@@ -303,7 +308,10 @@ export class IdempotencyInterceptor implements NestInterceptor {
   /** A streamed response is sent as it is and not stored: the key is released (and a transaction's writes rolled back). */
   private async releaseUnstored(claim: Claim, stopLease: () => void, tx?: TransactionalCall): Promise<void> {
     this.logger.warn(`response for key "${claim.key}" is a stream, a file or an async iterable; sent as is, not stored, key released`);
-    if (tx) return tx.releaseWith();
+    if (tx) {
+      await tx.releaseWith();
+      return;
+    }
     stopLease();
     await this.safely(() => this.engine.release(claim), claim);
   }

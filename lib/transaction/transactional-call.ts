@@ -67,16 +67,19 @@ export class TransactionalCall {
   /**
    * Releases the key after a failure: the work's writes are rolled back, the claim is marked failed (with
    * `error`) and committed (one round trip), so a waiting duplicate sees the failure. Never throws: should
-   * Postgres fail, the whole transaction rolls back, which frees the key as well.
+   * Postgres fail, the whole transaction rolls back, which frees the key as well; then it resolves to false (the
+   * failure may be Postgres's own, e.g. the work's query on a connection that was cut).
    */
-  async releaseWith(error?: unknown): Promise<void> {
-    if (this.done) return;
+  async releaseWith(error?: unknown): Promise<boolean> {
+    if (this.done) return true;
     this.finishing();
     try {
       await this.tx.releaseAndCommit(this.claim, error, true);
+      return true;
     } catch (err) {
       // the transaction rolled back whole, claim included: the key is free all the same
       this.engine.logFailedSettle(this.claim, err);
+      return false;
     }
   }
 

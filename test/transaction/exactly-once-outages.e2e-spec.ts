@@ -10,13 +10,14 @@ import { TcpProxy } from '../workflow/tcp-proxy';
 
 jest.setTimeout(60_000);
 
-const hold: { next: () => Promise<void>; wrote: number } = { next: () => Promise.resolve(), wrote: 0 };
+const hold: { before: () => Promise<void>; next: () => Promise<void>; wrote: number } = { before: () => Promise.resolve(), next: () => Promise.resolve(), wrote: 0 };
 const tables = new Map<string, string>();
 
 @Controller()
 class ChargeController {
   @Post('charges')
   async charge(@Body() body: { id: string; schema: string }): Promise<{ charged: string }> {
+    await hold.before();
     await currentTransaction().query(`INSERT INTO ${tables.get(body.schema)} (charge_id) VALUES ($1)`, [body.id]);
     hold.wrote++;
     await hold.next();
@@ -68,6 +69,7 @@ describe.each(ADAPTERS)('transactional mode through outages (%s)', (adapter) => 
   });
 
   beforeEach(() => {
+    hold.before = () => Promise.resolve();
     hold.next = () => Promise.resolve();
     hold.wrote = 0;
   });
@@ -108,5 +110,30 @@ describe.each(ADAPTERS)('transactional mode through outages (%s)', (adapter) => 
     expect(retried.headers['idempotent-replayed']).toBeUndefined();
     expect((await charge('p1', 'p1')).headers['idempotent-replayed']).toBe('true');
     expect(await rows('p1')).toBe(1);
+  });
+
+  it('a connection lost before the handler\'s own write answers 503 (its query fails, not the handler), and the retry charges once', async () => {
+    const held = gate();
+    let started = false;
+    hold.before = () => {
+      started = true;
+      return held.promise;
+    };
+    const first = charge('p2', 'p2').then((r) => r);
+    await waitUntil('the handler runs in its transaction', () => started);
+    proxy.retarget(pgPort); // the transaction's connection is cut before the handler writes through it
+    held.open();
+    const failed = await first;
+    expect(failed.status).toBe(503);
+    expect(failed.headers['content-type']).toContain(PROBLEM_CONTENT_TYPE);
+    expect(failed.headers['retry-after']).toBe('1');
+    expect(await rows('p2')).toBe(0);
+    hold.before = () => Promise.resolve();
+    const retried = await waitUntil('a retry ran', async () => {
+      const res = await charge('p2', 'p2');
+      return res.status === 201 ? res : undefined;
+    }, { intervalMs: 200 });
+    expect(retried.headers['idempotent-replayed']).toBeUndefined();
+    expect(await rows('p2')).toBe(1);
   });
 });

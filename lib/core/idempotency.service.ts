@@ -160,8 +160,8 @@ export class IdempotencyService {
     let waited = false;
     let pause = WAIT_POLL_MIN_MS;
     for (let attempt = 1; ; attempt++) {
-      // The first attempt hardly waits: a holder it meets makes this call one that waited (see run()).
-      const claim = { request, token: randomUUID(), waitMs: waited ? Math.max(deadline - Date.now(), 1) : 1 };
+      // The first attempt does not wait for another claimer: a holder it meets makes this call one that waited (see run()).
+      const claim = { request, token: randomUUID(), waitMs: waited ? Math.max(deadline - Date.now(), 1) : 0 };
       let tx: OpenTransaction;
       let outcome: ClaimAttempt;
       try {
@@ -177,12 +177,13 @@ export class IdempotencyService {
       if (outcome === 'raced' && attempt < TRANSACTIONAL_CLAIM_ATTEMPTS) continue;
       if (typeof outcome === 'object' && outcome.kind === 'completed') return this.decidedByStore(request, outcome.record, false);
       if (typeof outcome === 'object' && outcome.fingerprint !== request.fingerprint) return { kind: 'mismatch' };
-      // An uncommitted claim (lock timeout), or a committed one of a holder outside this mode: wait while allowed.
-      if (Date.now() + (outcome === 'lock timeout' ? 1 : pause) > deadline) {
+      // An uncommitted claim (held, lock timeout), or a committed one of a holder outside this mode: wait while allowed.
+      const heldByTransaction = outcome === 'lock timeout' || outcome === 'held';
+      if (Date.now() + (heldByTransaction ? 1 : pause) > deadline) {
         return { kind: 'in_progress', retryAfterMs: typeof outcome === 'object' ? Math.max(outcome.lockedUntil - Date.now(), 0) : request.leaseMs };
       }
       waited = true;
-      if (outcome !== 'lock timeout') {
+      if (!heldByTransaction) {
         await sleep(pause);
         pause = Math.min(pause * 2, WAIT_POLL_MAX_MS);
       }

@@ -6,4 +6,6 @@ export type ClaimAttempt =
   /** A claim committed after the statement's snapshot decided the key (or a serialization failure): ask again in a new transaction. */
   | 'raced'
   /** Another transaction's uncommitted claim of the key held it longer than the allowed wait. */
-  | 'lock timeout';
+  | 'lock timeout'
+  /** Another transaction's uncommitted claim of the key holds it (the claim was made without a wait). */
+  | 'held';

@@ -57,7 +57,9 @@ export abstract class IdempotencyTransactions {
    * Like {@link begin}, with the claim of `claim.request` (under `claim.token`) as the transaction's first statement
    * (one commit: the claim becomes visible with the work's writes and its outcome), and a savepoint after it where
    * the work starts. The claim waits at most `claim.waitMs` for another uncommitted claim of the key ('lock
-   * timeout'); that bound does not apply to the statements after it. Whatever the outcome, the transaction stays
+   * timeout'); with `waitMs` 0 it does not wait for one ('held'), and any other lock it waits for longer than
+   * `acquireWithinMs` throws StoreUnavailableError. The bound does not apply to the statements after the claim.
+   * Whatever the outcome, the transaction stays
    * open for the caller to use or roll back; an error rolls it back and is thrown. One round trip.
    */
   abstract beginWithClaim(

@@ -64,9 +64,12 @@ export class PostgresTransactions extends IdempotencyTransactions {
   ): Promise<{ tx: OpenTransaction; outcome: ClaimAttempt }> {
     const { request, token, waitMs } = claim;
     const sql = this.sql();
+    const waitsForHolder = waitMs > 0;
+    // Without a wait for another claimer, its lock is only tried; any other lock wait is bounded like the pool's.
+    const lockTimeoutMs = waitsForHolder ? Math.ceil(waitMs) : acquireWithinMs;
     const first: InlineStatement = {
       statement: sql.claimInTransaction,
-      values: [request.scope, request.key, request.fingerprint, token, request.leaseMs, request.ttlMs, String(Math.max(1, Math.ceil(waitMs))), '', String(request.leaseMs)],
+      values: [request.scope, request.key, request.fingerprint, token, request.leaseMs, request.ttlMs, String(Math.max(1, lockTimeoutMs)), '', String(request.leaseMs), waitsForHolder ? 1 : 0],
     };
     // The completion is prepared with the claim: once the transaction is open, a failing PREPARE would abort it.
     const opened = await this.openWith(isolation, acquireWithinMs, outer, first, [sql.completeInTransaction], (defaults) => {
@@ -74,13 +77,19 @@ export class PostgresTransactions extends IdempotencyTransactions {
     }, 'SAVEPOINT idempotency_work');
     if ('failure' in opened) {
       const code = sqlState(opened.failure);
-      if (code === LOCK_NOT_AVAILABLE) return { tx: opened.tx, outcome: 'lock timeout' };
+      if (code === LOCK_NOT_AVAILABLE && waitsForHolder) return { tx: opened.tx, outcome: 'lock timeout' };
+      if (code === LOCK_NOT_AVAILABLE) {
+        // Not another claimer (its lock was free): the records table stayed locked for as long as a connection may take.
+        await opened.tx.rollback();
+        throw new StoreUnavailableError(opened.failure);
+      }
       if (code === SERIALIZATION_FAILURE || code === DEADLOCK_DETECTED) return { tx: opened.tx, outcome: 'raced' };
       await opened.tx.rollback();
       throw opened.failure;
     }
     const rows = opened.rows as ClaimRow[];
-    return { tx: opened.tx, outcome: rows.length > 0 ? toClaimOutcome(rows[0], request, token) : 'raced' };
+    if (rows.length === 0) return { tx: opened.tx, outcome: 'raced' };
+    return { tx: opened.tx, outcome: rows[0].outcome === 'held' ? 'held' : toClaimOutcome(rows[0], request, token) };
   }
 
   async beginWith(
@@ -293,7 +302,7 @@ interface SessionDefaults {
   lockTimeout: string;
 }
 
-/** lock_timeout expired while the claim waited for another transaction's claim of the key. */
+/** lock_timeout expired while the claim waited for a lock. */
 const LOCK_NOT_AVAILABLE = '55P03';
 const SERIALIZATION_FAILURE = '40001';
 const DEADLOCK_DETECTED = '40P01';

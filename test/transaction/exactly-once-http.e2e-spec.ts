@@ -1,8 +1,9 @@
 import { Body, Controller, INestApplication, Post, UnprocessableEntityException } from '@nestjs/common';
+import { Client } from 'pg';
 import request from 'supertest';
 import { currentTransaction, Idempotent, NotInTransactionError, PROBLEM_CONTENT_TYPE } from '../../lib';
 import { gate, listen, waitUntil } from '../support/resilience';
-import { ADAPTERS, createTestApp, sql, uniqueSchema } from '../support/test-app';
+import { ADAPTERS, createTestApp, databaseUrl, sql, uniqueSchema } from '../support/test-app';
 
 interface ChargeBody {
   id: string;
@@ -144,6 +145,59 @@ describe.each(ADAPTERS)('HTTP transactional mode (%s)', (adapter) => {
     expect((await post('/charges', 'k4', { id: 'other' })).status).toBe(422);
     expect(calls).toBe(1);
     expect(await rows('c4')).toBe(1);
+  });
+
+  /**
+   * Runs `body` while inserts into the records table wait in a trigger for a lock that `body` holds: a stand-in for
+   * any lock a claim can wait for while it runs that is not another claim of its key (a relation extension lock
+   * under insert load). `release` lets the inserts through.
+   */
+  const withInsertsHeld = async (body: (release: () => Promise<void>) => Promise<void>): Promise<void> => {
+    const records = `"${schema}".idempotency_records`;
+    await sql(`CREATE FUNCTION "${schema}".inserts_wait() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_xact_lock(4242); RETURN NEW; END $$;
+      CREATE TRIGGER inserts_wait BEFORE INSERT ON ${records} FOR EACH ROW EXECUTE FUNCTION "${schema}".inserts_wait()`);
+    const locker = new Client({ connectionString: databaseUrl() });
+    await locker.connect();
+    try {
+      // Held by an open transaction, so that a pooler in transaction mode keeps it on one server connection.
+      await locker.query('BEGIN; SELECT pg_advisory_xact_lock(4242)');
+      let released = false;
+      const release = async (): Promise<void> => {
+        if (!released) await locker.query('COMMIT');
+        released = true;
+      };
+      await body(release);
+      await release();
+    } finally {
+      await locker.end();
+      await sql(`DROP TRIGGER inserts_wait ON ${records}; DROP FUNCTION "${schema}".inserts_wait()`);
+    }
+  };
+
+  it('runs a first-time key whose claim waits on a lock that is not another claim of it: no 409, one row', async () => {
+    // Before, the first claim of a key waited 1 ms for any lock, then answered 409 as if a duplicate held the key.
+    await withInsertsHeld(async (release) => {
+      const first = post('/charges', 'k-held', { id: 'c-held' }).then((r) => r);
+      await waitUntil('the claim waits on the held lock', async () => (await blockedClaims()) === 1);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await release();
+      const res = await first;
+      expect(res.status).toBe(201);
+      expect(res.body).toEqual({ charged: 'c-held' });
+    });
+    expect(await rows('c-held')).toBe(1);
+  });
+
+  it('answers 503 problem+json when that lock is held longer than a connection may be waited for (the lease): nothing claimed', async () => {
+    await withInsertsHeld(async () => {
+      const res = await post('/charges', 'k-held-long', { id: 'c-held-long' });
+      expect(res.status).toBe(503);
+      expect(res.headers['content-type']).toContain(PROBLEM_CONTENT_TYPE);
+      expect(res.headers['retry-after']).toBeDefined();
+    });
+    expect(await rows('c-held-long')).toBe(0);
+    expect((await post('/charges', 'k-held-long', { id: 'c-held-long' })).status).toBe(201);
+    expect(await rows('c-held-long')).toBe(1);
   });
 
   it('holds a waiting duplicate on the uncommitted claim, then replays the committed response: one run, one row', async () => {

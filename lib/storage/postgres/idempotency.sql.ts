@@ -21,6 +21,12 @@ const LIVE_PREDICATE = (fingerprint: string) => `(
   OR (status = 'in_progress' AND expires_at > now() AND fingerprint <> ${fingerprint})
   OR (status = 'completed' AND expires_at > now()))`;
 
+/**
+ * The transactional mode's advisory lock on the key of $1 (scope) and $2 (key): a 64-bit hash, in the one-bigint
+ * lock space, which an application's own advisory locks on small numbers do not meet.
+ */
+const KEY_LOCK = 'hashtextextended($2::text, hashtextextended($1::text, 0))';
+
 /** The start of the error `completeInTransaction` fails with when the claim is no longer the record's holder. */
 export const CLAIM_TAKEN_OVER = 'idempotency: the claim was taken over; completions written: ';
 
@@ -46,14 +52,15 @@ export interface IdempotencySql {
  * TTL) is read without a row lock, so replays and duplicates cost no write. Otherwise the key is taken: new,
  * expired, or a dead holder's lease with the same request (taken_over when an existing unreleased row was
  * replaced: attempts only grows on that path). An empty result means the conflicting row is newer than this
- * statement's snapshot: the caller asks again. `sourceGuard` is ANDed to the inserted row's condition;
- * `acquiredColumn` is computed (as `extra`) on an acquired claim only, after the insert.
+ * statement's snapshot: the caller asks again. `ctes` come before the others; `sourceGuard` is ANDed to
+ * the inserted row's condition; `acquiredColumn` is computed (as `extra`) on an acquired claim only, after the
+ * insert; `otherOutcome` is one more row's source, after the others.
  */
-function claimStatement(table: string, variant: { sourceGuard: string; acquiredColumn: string } = { sourceGuard: '', acquiredColumn: 'NULL' }): string {
-  const { sourceGuard, acquiredColumn } = variant;
+function claimStatement(table: string, variant: ClaimVariant = { ctes: '', sourceGuard: '', acquiredColumn: 'NULL', otherOutcome: '' }): string {
+  const { ctes, sourceGuard, acquiredColumn, otherOutcome } = variant;
   const ms = (param: string) => `(${param}::bigint * interval '1 millisecond')`;
   return `
-      WITH live AS (
+      WITH ${ctes}live AS (
         SELECT id, status AS outcome, fingerprint, result, locked_until, expires_at
           FROM ${table}
          WHERE scope = $1::text AND key = $2::text AND ${ACTIVE_PREDICATE} AND ${LIVE_PREDICATE('$3::text')}
@@ -73,7 +80,14 @@ function claimStatement(table: string, variant: { sourceGuard: string; acquiredC
              attempts > 1 AS taken_over, ${acquiredColumn} AS extra
         FROM taken
       UNION ALL
-      SELECT id, outcome, fingerprint, result, locked_until, expires_at, NULL::boolean AS taken_over, NULL AS extra FROM live`;
+      SELECT id, outcome, fingerprint, result, locked_until, expires_at, NULL::boolean AS taken_over, NULL AS extra FROM live${otherOutcome}`;
+}
+
+interface ClaimVariant {
+  ctes: string;
+  sourceGuard: string;
+  acquiredColumn: string;
+  otherOutcome: string;
 }
 
 /** Builds the store's statements for one schema. */
@@ -88,15 +102,26 @@ export function idempotencySql(schema: string): IdempotencySql {
   const statements = {
     claim: claimStatement(table),
     // The claim of the transactional mode, as the first statement of the handler's transaction (nothing of it is
-    // visible before that commits). While it waits on another uncommitted claim of the key at the unique index,
-    // lock_timeout is $7 ms (the wait setting), then restored to $8; idle_in_transaction_session_timeout is $9 ms
-    // (the lease) for the rest of the transaction, so a hung holder's transaction ends and frees the key. The
-    // settings are made by the source row of the INSERT: it is computed before the row is inserted and waits.
+    // visible before that commits). Every claimer of the key in this mode first takes a transaction-level advisory
+    // lock on it, so another uncommitted claim shows as that lock held, told apart from any other lock wait (a
+    // relation extension lock, autovacuum's truncation), which a 1 ms lock_timeout at the unique index could not:
+    // with $10 = 0 the lock is only tried (the outcome is 'held' when another claimer has it), with $10 = 1 it is
+    // waited for. lock_timeout is $7 ms while the claim runs, then restored to $8; idle_in_transaction_session_timeout
+    // is $9 ms (the lease) for the rest of the transaction, so a hung holder's transaction ends and frees the key.
+    // The guard is an init plan of the INSERT's source row: computed before the row is inserted and waits.
     claimInTransaction: claimStatement(table, {
+      ctes: `guard AS MATERIALIZED (
+        SELECT set_config('lock_timeout', $7::text, true) IS NOT NULL
+           AND set_config('idle_in_transaction_session_timeout', $9::text, true) IS NOT NULL
+           AND CASE WHEN $10::int = 1 THEN pg_advisory_xact_lock(${KEY_LOCK})::text IS NOT NULL
+                    ELSE pg_try_advisory_xact_lock(${KEY_LOCK}) END AS free
+      ), `,
       sourceGuard: `
-           AND set_config('lock_timeout', $7::text, true) IS NOT NULL
-           AND set_config('idle_in_transaction_session_timeout', $9::text, true) IS NOT NULL`,
+           AND (SELECT free FROM guard)`,
       acquiredColumn: `set_config('lock_timeout', $8::text, true)`,
+      otherOutcome: `
+      UNION ALL
+      SELECT NULL, 'held', NULL, NULL, NULL, NULL, NULL, NULL WHERE NOT (SELECT free FROM guard)`,
     }),
     // The outcome lives for the claim's ttl from now: the claim set expires_at = created_at + ttl. Its expiry comes
     // back as epoch milliseconds (a float8, read with parseFloat), so no timestamptz is parsed on every completion.

@@ -15,13 +15,13 @@ import type { WorkflowExecution } from '../workflow/workflow.interfaces';
 import { inputHash, resolveWorkflowId } from '../workflow/workflow-identity';
 import { workflowJobId, WorkflowQueues } from '../workflow/workflow-queues';
 import { RegisteredWorkflowRetention } from '../workflow/workflow-retention';
+import { addWithin } from '../workflow/add-within';
 import { addTaskJob } from './task-job';
 import { TaskHandle } from './task-handle';
 import type { EnqueueTaskOptions, ListTasksOptions } from './task.interfaces';
 import { RegisteredTask, TaskRegistry } from './task.registry';
 
 /** How long `enqueue()` waits for Redis to take the job before it returns (the add goes on in the background). */
-const ADD_WAIT_MS = 1000;
 
 /** The methods of a provider that can be enqueued (any method; `@Task()` is checked at run time). */
 export type TaskMethod<T> = { [K in keyof T]: T[K] extends (...args: never[]) => unknown ? K : never }[keyof T] & string;
@@ -119,18 +119,11 @@ export class TaskClient {
     return resolveWorkflowId(task.name, task.registration.identity, hash, explicit);
   }
 
-  /**
-   * Adds the job, waiting at most ADD_WAIT_MS: Postgres already holds the execution, so a stalled Redis (paused,
-   * failing over) does not hold up the caller — the add goes on in the background, and if it fails the reconciler
-   * adds the job once Redis answers again.
-   */
+  /** Adds the job, waiting for Redis at most ADD_WAIT_MS (see addWithin). */
   private async addJob(task: RegisteredTask, execution: { executionId: string; taskId: string; args: unknown[] }, delayMs?: number): Promise<void> {
-    const adding = addTaskJob(this.queues, task, execution, delayMs, this.observer.carrier()).catch((err: Error) => {
+    await addWithin(addTaskJob(this.queues, task, execution, delayMs, this.observer.carrier()), (err) => {
       this.logger.warn(`task execution ${execution.executionId} was stored but not enqueued (${err.message}); the reconciler will enqueue it`);
     });
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([adding, new Promise<void>((resolve) => (timer = setTimeout(resolve, ADD_WAIT_MS)))]);
-    clearTimeout(timer);
   }
 
   private queueOf(execution: WorkflowExecution): string {

@@ -21,6 +21,7 @@ import { parseDuration } from '../utils/duration';
 import { sleep } from '../utils/long-timer';
 import { DEFAULT_TOPIC } from './workflow.constants';
 import { WorkflowStartCache } from './workflow-start.cache';
+import { addWithin } from './add-within';
 import { RegisteredWorkflowRetention } from './workflow-retention';
 import { ScheduleRegistrar } from '../schedule/schedule-registrar';
 import type { ScheduleInfo, ScheduleWorkflowOptions } from '../schedule/schedule.interfaces';
@@ -301,14 +302,14 @@ export class WorkflowClient {
     return this.store.steps(executionId);
   }
 
+  /** Adds the execution's job, waiting for Redis at most ADD_WAIT_MS (see addWithin). */
   private async enqueue(workflow: RegisteredWorkflow, executionId: string): Promise<void> {
-    try {
-      const jobId = workflowJobId(executionId);
-      await this.queues.queue(workflow.queue).add(workflow.name, { executionId, trace: this.observer.carrier() }, { jobId, removeOnComplete: true, removeOnFail: true });
-    } catch (err) {
-      // Postgres holds the execution; the reconciler enqueues it once Redis answers again.
-      this.logger.warn(`execution ${executionId} was stored but not enqueued (${(err as Error).message}); the reconciler will enqueue it`);
-    }
+    const jobId = workflowJobId(executionId);
+    const adding = Promise.resolve().then(() =>
+      this.queues.queue(workflow.queue).add(workflow.name, { executionId, trace: this.observer.carrier() }, { jobId, removeOnComplete: true, removeOnFail: true }));
+    await addWithin(adding, (err) => {
+      this.logger.warn(`execution ${executionId} was stored but not enqueued (${err.message}); the reconciler will enqueue it`);
+    });
   }
 
   private handle<R>(workflow: RegisteredWorkflow | undefined, execution: WorkflowExecution): WorkflowHandle<R> {

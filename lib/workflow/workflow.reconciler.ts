@@ -70,14 +70,22 @@ export class WorkflowReconciler {
   /** Re-enqueues the executions of a batch that have no live workflow job; returns how many. */
   private async requeueLost(unfinished: UnfinishedExecution[]): Promise<number> {
     let requeued = 0;
-    for (const execution of unfinished) {
+    // The usual answer, a live job, is read for the whole batch at once (one pipelined round of reads, not one
+    // round trip per execution: thousands of sleeping workflows are all unfinished); anything else is read again
+    // right before it is acted on.
+    const firstLook = await Promise.all(unfinished.map((execution) => {
+      const workflow = this.registry.find(execution.workflowName);
+      return workflow ? this.queues.queue(workflow.queue).getJobState(workflowJobId(execution.executionId)) : Promise.resolve(undefined);
+    }));
+    for (const [i, execution] of unfinished.entries()) {
       const workflow = this.registry.find(execution.workflowName);
       if (!workflow) continue; // another application's workflow
       const queue = this.queues.queue(workflow.queue);
       const jobId = workflowJobId(execution.executionId);
-      const state = await queue.getJobState(jobId);
       const suspended = execution.status === 'pending' && execution.suspendedUntil !== null && execution.suspendedUntil !== undefined;
       const due = suspended && (execution.wakeRequested === true || (execution.suspendedUntil as number) <= Date.now());
+      if (LIVE_JOB_STATES.has(firstLook[i] as string) && !(firstLook[i] === 'delayed' && due)) continue;
+      const state = await queue.getJobState(jobId);
       // A wake that did not reach Redis (a message, a child, a lost promotion): make the delayed run due.
       if (state === 'delayed' && due) await this.queues.wakeRun(workflow.queue, workflow.name, execution.executionId);
       if (LIVE_JOB_STATES.has(state)) continue;

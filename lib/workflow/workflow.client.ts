@@ -139,8 +139,7 @@ export class WorkflowClient {
 
   /** The handle of the newest execution of a workflow id (the live or completed one when there is one). */
   async getHandle<R = unknown>(workflowId: string): Promise<WorkflowHandle<R>> {
-    const execution = await this.store.latest(workflowId);
-    if (!execution) throw new WorkflowNotFoundError(`no execution has workflow id "${workflowId}"`);
+    const execution = await this.latestWorkflow(workflowId);
     return this.handle<R>(this.registry.find(execution.workflowName), execution);
   }
 
@@ -149,11 +148,9 @@ export class WorkflowClient {
    * starts, the status becomes cancelled. Returns false when there was nothing live to cancel.
    */
   async cancel(workflowId: string): Promise<boolean> {
+    await this.latestWorkflow(workflowId);
     const execution = await this.store.cancel(workflowId);
-    if (!execution) {
-      if (!(await this.store.latest(workflowId))) throw new WorkflowNotFoundError(`no execution has workflow id "${workflowId}"`);
-      return false;
-    }
+    if (!execution) return false;
     const workflow = this.registry.find(execution.workflowName);
     if (workflow) {
       // A run that has not started yet need not start at all; an active one stops before its next step.
@@ -172,8 +169,7 @@ export class WorkflowClient {
    * WorkflowExistsError when a newer execution holds the workflow id.
    */
   async resume<R = unknown>(workflowId: string): Promise<WorkflowHandle<R>> {
-    const latest = await this.store.latest(workflowId);
-    if (!latest) throw new WorkflowNotFoundError(`no execution has workflow id "${workflowId}"`);
+    const latest = await this.latestWorkflow(workflowId);
     if (latest.status !== 'failed' && latest.status !== 'cancelled') {
       if (latest.status === 'timed_out') throw new WorkflowNotFoundError(`execution ${latest.executionId} timed out; start a new one instead`);
       return this.handle<R>(this.registry.find(latest.workflowName), latest);
@@ -300,6 +296,19 @@ export class WorkflowClient {
   /** The step checkpoints of an execution, in position order. */
   async steps(executionId: string): Promise<StepCheckpoint[]> {
     return this.store.steps(executionId);
+  }
+
+  /**
+   * The newest execution of a workflow id. A task's id (tasks share the id space) is refused like an unknown one,
+   * naming TaskClient: its job is a step job on its own queue, which this client's cancel and resume do not know.
+   */
+  private async latestWorkflow(workflowId: string): Promise<WorkflowExecution> {
+    const latest = await this.store.latest(workflowId);
+    if (!latest) throw new WorkflowNotFoundError(`no execution has workflow id "${workflowId}"`);
+    if (latest.kind === 'task') {
+      throw new WorkflowNotFoundError(`"${workflowId}" is the id of a task (${latest.workflowName}), not of a workflow: use TaskClient.getTask() or cancel() for it`);
+    }
+    return latest;
   }
 
   /** Adds the execution's job, waiting for Redis at most ADD_WAIT_MS (see addWithin). */

@@ -1,6 +1,7 @@
 import { INestApplication } from '@nestjs/common';
 import {
-  MissingTaskIdError, RetentionService, TaskClient, TaskConflictError, TaskExistsError, WorkflowFailedError, WorkflowTimeoutError,
+  MissingTaskIdError, RetentionService, TaskClient, TaskConflictError, TaskExistsError, WorkflowClient, WorkflowFailedError,
+  WorkflowNotFoundError, WorkflowTimeoutError,
 } from '../../lib';
 import { sql } from '../support/test-app';
 import { bootWorkflowApp, scenario } from '../workflow/support';
@@ -66,6 +67,23 @@ describe('TaskClient.enqueue: idempotent tasks (seed 000 checklist)', () => {
     const retried = await tasks.enqueue(ReceiptTasks, 'flaky', ['f-1', 2], { taskId: 'flaky-1' });
     expect(retried.executionId).not.toBe(failed.executionId);
     expect(await retried.result({ timeout: 20_000 })).toBe(3);
+  });
+
+  it('WorkflowClient refuses a task id (getHandle, cancel, resume), naming TaskClient; nothing is run or re-enqueued', async () => {
+    const failed = await tasks.enqueue(ReceiptTasks, 'flaky', ['f-wf', 5], { taskId: 'flaky-wf' });
+    await expect(failed.result({ timeout: 20_000 })).rejects.toBeInstanceOf(WorkflowFailedError);
+    const runs = taskRuns.get('flaky:f-wf');
+    const workflows = app.get(WorkflowClient);
+    for (const call of [() => workflows.getHandle('flaky-wf'), () => workflows.cancel('flaky-wf'), () => workflows.resume('flaky-wf')]) {
+      const refused = await call().catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(WorkflowNotFoundError);
+      expect((refused as Error).message).toMatch(/is the id of a task \(flaky\).*TaskClient/);
+    }
+    expect(await failed.status()).toBe('failed');
+    const [{ n }] = await sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${executions} WHERE workflow_id = 'flaky-wf'`);
+    expect(n).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 300)); // a re-enqueued job would run within this
+    expect(taskRuns.get('flaky:f-wf')).toBe(runs);
   });
 
   it('the same id with other arguments is a TaskConflictError and enqueues nothing', async () => {

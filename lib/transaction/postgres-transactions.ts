@@ -74,7 +74,11 @@ export class PostgresTransactions extends IdempotencyTransactions {
     // The completion is prepared with the claim: once the transaction is open, a failing PREPARE would abort it.
     const opened = await this.openWith(isolation, acquireWithinMs, outer, first, [sql.completeInTransaction], (defaults) => {
       first.values[7] = defaults.lockTimeout;
-    }, 'SAVEPOINT idempotency_work');
+    }, {
+      // Before the claim is planned: the records table's own lock is taken then, before the claim's settings apply.
+      before: `SET LOCAL lock_timeout = ${Math.max(1, Math.ceil(lockTimeoutMs))}`,
+      after: 'SAVEPOINT idempotency_work',
+    });
     if ('failure' in opened) {
       const code = sqlState(opened.failure);
       if (code === LOCK_NOT_AVAILABLE && waitsForHolder) return { tx: opened.tx, outcome: 'lock timeout' };
@@ -105,13 +109,13 @@ export class PostgresTransactions extends IdempotencyTransactions {
 
   /**
    * Opens a transaction (or a savepoint in `outer`'s) whose first statement is `first`, sent in the same round trip
-   * as the START TRANSACTION (and `after`, when given). `first` and `prepare` are prepared on a new connection of
+   * as the START TRANSACTION (and `around.before` and `around.after`, when given). `first` and `prepare` are prepared on a new connection of
    * the library's own before the transaction starts. An error of `first` is returned with the still open
    * transaction for the caller to look at and roll back; any other error rolls it back and is thrown.
    */
   private async openWith(
     isolation: TransactionIsolation, acquireWithinMs: number, outer: EntityManager | undefined, first: InlineStatement,
-    prepare: NamedStatement[], withDefaults?: (defaults: SessionDefaults) => void, after?: string,
+    prepare: NamedStatement[], withDefaults?: (defaults: SessionDefaults) => void, around: { before?: string; after?: string } = {},
   ): Promise<{ tx: OpenTransaction; rows: QueryResultRow[] } | { tx: OpenTransaction; failure: unknown }> {
     const nested = outer?.queryRunner;
     const owned = !(nested && !nested.isReleased && nested.isTransactionActive);
@@ -128,7 +132,8 @@ export class PostgresTransactions extends IdempotencyTransactions {
       // Prepared on this connection already (the usual case): no await, no promise.
       const prepared = owned && this.connections.preparedStatements ? (this.preparedOn(client, statements) ?? (await this.prepareOn(client, statements))) : undefined;
       const parts = [inlineStatementText(first, prepared?.get(first.statement.text))];
-      if (after) parts.push(after);
+      if (around.before) parts.unshift(around.before);
+      if (around.after) parts.push(around.after);
       if (owned) {
         parts.unshift(`START TRANSACTION ISOLATION LEVEL ${ISOLATION_LEVELS[isolation]}`);
         // TypeORM's own startTransaction would cost a round trip of its own: its state is set as it would set it.
@@ -140,7 +145,7 @@ export class PostgresTransactions extends IdempotencyTransactions {
       } catch (failure) {
         return { tx, failure };
       }
-      return { tx, rows: results[owned ? 1 : 0].rows as QueryResultRow[] };
+      return { tx, rows: results[(owned ? 1 : 0) + (around.before ? 1 : 0)].rows as QueryResultRow[] };
     } catch (err) {
       if (tx) await tx.rollback();
       else if (owned && !runner.isReleased) await runner.release();

@@ -200,6 +200,30 @@ describe.each(ADAPTERS)('HTTP transactional mode (%s)', (adapter) => {
     expect(await rows('c-held-long')).toBe(1);
   });
 
+  it('bounds a wait for a lock on the records table itself (taken before the claim runs) by the lease: 201 once released, 503 past it', async () => {
+    // LOCK TABLE stands for autovacuum truncating the table or a migration altering it. Before, a claim waited for it
+    // with no bound (the session's lock_timeout: none), holding its pooled connection.
+    const locker = new Client({ connectionString: databaseUrl() });
+    await locker.connect();
+    try {
+      await locker.query(`BEGIN; LOCK TABLE "${schema}".idempotency_records IN SHARE MODE`);
+      const brief = post('/charges', 'k-table-brief', { id: 'c-table-brief' }).then((r) => r);
+      await waitUntil('the claim waits on the table lock', async () => (await blockedClaims()) === 1);
+      await locker.query('COMMIT');
+      expect((await brief).status).toBe(201);
+      await locker.query(`BEGIN; LOCK TABLE "${schema}".idempotency_records IN SHARE MODE`);
+      const long = await post('/charges', 'k-table-long', { id: 'c-table-long' });
+      expect(long.status).toBe(503);
+      expect(long.headers['content-type']).toContain(PROBLEM_CONTENT_TYPE);
+      await locker.query('COMMIT');
+    } finally {
+      await locker.end();
+    }
+    expect(await rows('c-table-brief')).toBe(1);
+    expect(await rows('c-table-long')).toBe(0);
+    expect((await post('/charges', 'k-table-long', { id: 'c-table-long' })).status).toBe(201);
+  });
+
   it('holds a waiting duplicate on the uncommitted claim, then replays the committed response: one run, one row', async () => {
     const held = gate();
     let calls = 0;

@@ -1,3 +1,4 @@
+import type { RunLock } from './step-job';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { DurableCalls } from './durable-calls';
 import type { RunJournal } from './run-journal';
@@ -37,6 +38,8 @@ export interface RunContext {
   waits: Map<number, RunWait>;
   /** Step jobs of this run may skip the read before the step (see `StepJobData.fresh`). */
   fresh: boolean;
+  /** The lock of the workflow job this run holds, when run by a BullMQ worker (see `StepJobData.freshLock`). */
+  lock?: RunLock;
   /** An idle check is scheduled (see `scheduleIdleCheck`). */
   idleCheckScheduled?: boolean;
 }

@@ -19,10 +19,24 @@ export interface StepJobData {
   task?: true;
   /**
    * Set by the first run of an execution for a position it found without a checkpoint, as long as no other run of the
-   * execution has shown itself: no job of this id can have run before this one, so its first start skips the
-   * Postgres read before the step (a job started again after a stall reads, as every other job does).
+   * execution has shown itself. Its first start skips the Postgres read before the step when `freshLock` still holds
+   * (a job started again after a stall reads, as every other job does; so does one of an older version without it).
    */
   fresh?: boolean;
+  /**
+   * The BullMQ lock of the workflow job whose run added this step job: its Redis key and that run's token. Another
+   * run of the execution starts only once that lock is lost (a recovery after Redis lost the job, a stalled job taken
+   * over), and the token never comes back; so while the key holds the token, no other run has been, and no job of
+   * this id can have run before this one. A run that has not heard of the other one yet (Redis flushed or restarted
+   * empty under it) would otherwise add a job that a recovery run had already completed and removed.
+   */
+  freshLock?: RunLock;
+}
+
+/** @internal The lock of a workflow job while its run holds it (see `StepJobData.freshLock`). */
+export interface RunLock {
+  key: string;
+  token: string;
 }
 
 /**

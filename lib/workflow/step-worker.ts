@@ -81,6 +81,15 @@ export class StepWorker {
     await Promise.all(workers.map((w) => drainAndClose(w, () => this.inFlight.size === 0, this.options.workflows.lockDurationMs)));
   }
 
+  /**
+   * Whether the step may run without reading Postgres first: the first start of a fresh job whose run still holds
+   * its workflow job's lock (one Redis read; see `StepJobData.freshLock`). Should Redis not answer, it reads.
+   */
+  private isFreshStart(queue: string, job: Pick<Job<StepJobData, StepJobResult>, 'data' | 'attemptsMade'>): Promise<boolean> {
+    const lock = job.data.freshLock;
+    return lock !== undefined && isFirstStart(job) ? this.queues.lockHolds(queue, lock) : Promise.resolve(false);
+  }
+
   /** @internal Runs one step job (called by the BullMQ worker, or in-process by the testing module's inline queues). */
   async process(queue: string, job: Pick<Job<StepJobData, StepJobResult>, 'id' | 'data' | 'attemptsMade'>, token?: string): Promise<StepJobResult> {
     const data = job.data;
@@ -112,7 +121,7 @@ export class StepWorker {
       } else {
         // A fresh job's first start cannot find a checkpoint (see StepJobData.fresh): its run learns of a cancellation
         // from the previous step's checkpoint. Any other start asks Postgres first.
-        state = isFirstStart(job) ? undefined : await this.store.stepState(data.executionId, data.position);
+        state = (await this.isFreshStart(queue, job)) ? undefined : await this.store.stepState(data.executionId, data.position);
         checkpoint = state?.checkpoint ?? null;
       }
       let settled = false;
@@ -187,7 +196,7 @@ export class StepWorker {
 
 /** The first start of a fresh job (BullMQ counts starts; a job started again after a stall or a retry is not). */
 function isFirstStart(job: Pick<Job<StepJobData, StepJobResult>, 'data' | 'attemptsMade'> & { attemptsStarted?: number }): boolean {
-  return job.data.fresh === true && job.attemptsMade === 0 && job.attemptsStarted === 1;
+  return job.data.fresh === true && job.data.freshLock !== undefined && job.attemptsMade === 0 && job.attemptsStarted === 1;
 }
 
 /** BullMQ does not retry an error named `UnrecoverableError` (its own class or not): no bullmq import needed. */

@@ -224,6 +224,21 @@ export class WorkflowQueues {
     await (await q.client).xadd(q.keys.events, 'MAXLEN', '~', EVENTS_MAX_LEN, '*', ...fields);
   }
 
+  /** Whether `lock.key` (a job's BullMQ lock) still holds `lock.token`; false when Redis cannot be asked. */
+  async lockHolds(queue: string, lock: { key: string; token: string }): Promise<boolean> {
+    try {
+      return (await (await this.rawClient(queue)).get(lock.key)) === lock.token;
+    } catch {
+      return false;
+    }
+  }
+
+  /** The Redis client of a queue's commands: `getBackend().client` from BullMQ 6, `client` before. */
+  private rawClient(queue: string): Promise<Redis | Cluster> {
+    const q = this.queue(queue) as unknown as { client?: Promise<Redis | Cluster>; getBackend?: () => { client: Promise<Redis | Cluster> } };
+    return q.getBackend ? q.getBackend().client : (q.client as Promise<Redis | Cluster>);
+  }
+
   /** Whether a job is live (will run or is running); undefined when Redis cannot be asked. */
   async isLive(queue: string, jobId: string): Promise<boolean | undefined> {
     try {

@@ -79,7 +79,9 @@ export class WorkflowWorker {
     if (!this.registry.find(job.name)) return this.handBack.send(job, token, `workflow "${job.name}"`);
     this.running++;
     try {
-      const outcome = await this.observer.workflowRun(job.data.executionId, job.name, job.data.trace, () => this.executor.execute(job.data.executionId));
+      // BullMQ keeps a job's lock under `<job key>:lock`, holding the token it gave this worker for it.
+      const lock = token && job.id ? { key: `${job.queueQualifiedName}:${job.id}:lock`, token } : undefined;
+      const outcome = await this.observer.workflowRun(job.data.executionId, job.name, job.data.trace, () => this.executor.execute(job.data.executionId, lock));
       if (outcome === 'finished') return outcome;
       if (outcome === 'released') {
         await job.moveToDelayed(Date.now(), token);

@@ -18,7 +18,7 @@ import { DurableCalls } from './durable-calls';
 import { stepArgsHash } from './step-args-hash';
 import { serializeError } from './serialize-error';
 import { stepStorage } from './step-context';
-import { StepJobData } from './step-job';
+import { RunLock, StepJobData } from './step-job';
 import { StepWorker } from './step-worker';
 import { CheckpointedExecution, RecordedStep, RegisteredWait, RunEnd, WorkflowStore } from './storage/workflow.store';
 import type { StepCheckpoint } from './workflow.interfaces';
@@ -63,8 +63,8 @@ export class WorkflowExecutor {
     return this.durableStep(run, step, args);
   }
 
-  /** Runs (or replays) an execution; called by the workflow worker. */
-  async execute(executionId: string): Promise<RunOutcome> {
+  /** Runs (or replays) an execution; called by the workflow worker, with the lock of the job it runs for. */
+  async execute(executionId: string, lock?: RunLock): Promise<RunOutcome> {
     const o = this.options.workflows;
     const begun = await this.store.begin(executionId, o.maxRecoveryAttempts);
     if (begun.kind === 'skip') {
@@ -79,7 +79,8 @@ export class WorkflowExecutor {
     }
     const run: RunContext = {
       execution, workflow, journal: this.journal(executionId, begun.recorded, () => run), abort: new AbortController(), calls: this.calls, busy: 0, waits: new Map(), registeredWaits: begun.waits ?? new Map<number, RegisteredWait>(),
-      fresh: begun.firstRun === true,
+      fresh: begun.firstRun === true && lock !== undefined,
+      ...(lock ? { lock } : {}),
     };
     this.active.add(run);
     // A message sent, or a child finished, in this process: the run's waits check again at once.
@@ -241,7 +242,7 @@ export class WorkflowExecutor {
       args,
       argsHash,
       trace: this.observer.carrier(),
-      ...(run.fresh ? { fresh: true } : {}),
+      ...(run.fresh && run.lock ? { fresh: true, freshLock: run.lock } : {}),
     };
     let signal: JobSignal | undefined;
     let wake: (() => void) | undefined;

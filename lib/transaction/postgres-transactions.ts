@@ -66,17 +66,17 @@ export class PostgresTransactions extends IdempotencyTransactions {
     const sql = this.sql();
     const waitsForHolder = waitMs > 0;
     // Without a wait for another claimer, its lock is only tried; any other lock wait is bounded like the pool's.
-    const lockTimeoutMs = waitsForHolder ? Math.ceil(waitMs) : acquireWithinMs;
+    const lockTimeout = String(Math.max(1, Math.ceil(waitsForHolder ? waitMs : acquireWithinMs)));
     const first: InlineStatement = {
       statement: sql.claimInTransaction,
-      values: [request.scope, request.key, request.fingerprint, token, request.leaseMs, request.ttlMs, String(Math.max(1, lockTimeoutMs)), '', String(request.leaseMs), waitsForHolder ? 1 : 0],
+      values: [request.scope, request.key, request.fingerprint, token, request.leaseMs, request.ttlMs, lockTimeout, '', String(request.leaseMs), waitsForHolder ? 1 : 0],
     };
     // The completion is prepared with the claim: once the transaction is open, a failing PREPARE would abort it.
     const opened = await this.openWith(isolation, acquireWithinMs, outer, first, [sql.completeInTransaction], (defaults) => {
       first.values[7] = defaults.lockTimeout;
     }, {
       // Before the claim is planned: the records table's own lock is taken then, before the claim's settings apply.
-      before: `SET LOCAL lock_timeout = ${Math.max(1, Math.ceil(lockTimeoutMs))}`,
+      before: `SET LOCAL lock_timeout = ${lockTimeout}`,
       after: 'SAVEPOINT idempotency_work',
     });
     if ('failure' in opened) {

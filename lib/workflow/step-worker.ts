@@ -83,7 +83,7 @@ export class StepWorker {
 
   /**
    * Whether the step may run without reading Postgres first: the first start of a fresh job whose run still holds
-   * its workflow job's lock (one Redis read; see `StepJobData.freshLock`). Should Redis not answer, it reads.
+   * its workflow job's lock (one Redis read; see `StepJobData.freshLock`). Should that read fail, it reads Postgres.
    */
   private isFreshStart(queue: string, job: Pick<Job<StepJobData, StepJobResult>, 'data' | 'attemptsMade'>): Promise<boolean> {
     const lock = job.data.freshLock;
@@ -196,7 +196,7 @@ export class StepWorker {
 
 /** The first start of a fresh job (BullMQ counts starts; a job started again after a stall or a retry is not). */
 function isFirstStart(job: Pick<Job<StepJobData, StepJobResult>, 'data' | 'attemptsMade'> & { attemptsStarted?: number }): boolean {
-  return job.data.fresh === true && job.data.freshLock !== undefined && job.attemptsMade === 0 && job.attemptsStarted === 1;
+  return job.data.fresh === true && job.attemptsMade === 0 && job.attemptsStarted === 1;
 }
 
 /** BullMQ does not retry an error named `UnrecoverableError` (its own class or not): no bullmq import needed. */

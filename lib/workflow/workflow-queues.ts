@@ -219,12 +219,11 @@ export class WorkflowQueues {
 
   /** BullMQ before QueueEventsProducer (5.x): the same entry, added to the queue's events stream directly. */
   private async publishWithXadd(queue: string, event: { eventName: string; executionId: string; key?: string }): Promise<void> {
-    const q = this.queue(queue) as unknown as { client: Promise<Redis>; keys: { events: string } };
     const fields = ['event', event.eventName, 'executionId', event.executionId, ...(event.key === undefined ? [] : ['key', event.key])];
-    await (await q.client).xadd(q.keys.events, 'MAXLEN', '~', EVENTS_MAX_LEN, '*', ...fields);
+    await (await this.rawClient(queue)).xadd(this.queue(queue).keys.events, 'MAXLEN', '~', EVENTS_MAX_LEN, '*', ...fields);
   }
 
-  /** Whether `lock.key` (a job's BullMQ lock) still holds `lock.token`; false when Redis cannot be asked. */
+  /** Whether `lock.key` (a job's BullMQ lock) still holds `lock.token`; false when the read fails (BullMQ's connection waits for Redis while it is away). */
   async lockHolds(queue: string, lock: { key: string; token: string }): Promise<boolean> {
     try {
       return (await (await this.rawClient(queue)).get(lock.key)) === lock.token;

@@ -73,12 +73,13 @@ export class WorkflowReconciler {
     // The usual answer, a live job, is read for the whole batch at once (one pipelined round of reads, not one
     // round trip per execution: thousands of sleeping workflows are all unfinished); anything else is read again
     // right before it is acted on.
-    const firstLook = await Promise.all(unfinished.map((execution) => {
-      const workflow = this.registry.find(execution.workflowName);
+    const workflows = unfinished.map((execution) => this.registry.find(execution.workflowName));
+    const firstLook = await Promise.all(unfinished.map((execution, i) => {
+      const workflow = workflows[i];
       return workflow ? this.queues.queue(workflow.queue).getJobState(workflowJobId(execution.executionId)) : Promise.resolve(undefined);
     }));
     for (const [i, execution] of unfinished.entries()) {
-      const workflow = this.registry.find(execution.workflowName);
+      const workflow = workflows[i];
       if (!workflow) continue; // another application's workflow
       const queue = this.queues.queue(workflow.queue);
       const jobId = workflowJobId(execution.executionId);

@@ -98,7 +98,7 @@ export class TaskClient {
   async cancel(taskId: string): Promise<boolean> {
     const latest = await this.store.latest(taskId);
     if (!latest || latest.kind !== 'task') throw new TaskNotFoundError(`no task has id "${taskId}"`);
-    const execution = await this.store.cancel(taskId);
+    const execution = await this.store.cancel(taskId, 'task');
     if (!execution) return false;
     const queue = this.queueOf(execution);
     await this.queues.queue(queue).remove(workflowJobId(execution.executionId)).catch(() => undefined);

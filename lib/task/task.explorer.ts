@@ -128,7 +128,7 @@ export class TaskExplorer implements OnModuleInit {
       const { status, checkpoint } = await this.store.stepState(execution.parentExecutionId, position);
       if (checkpoint) await finishTask(this.store, executionId, checkpoint);
       // The parent ended (or is gone) without this step's outcome: the call will not finish.
-      else if (status !== 'pending' && status !== 'running') await this.store.cancel(execution.workflowId);
+      else if (status !== 'pending' && status !== 'running') await this.store.cancel(execution.workflowId, 'task');
       return false;
     }
     if (!(await this.store.countRecovery(executionId, this.options.workflows.maxRecoveryAttempts))) return false;

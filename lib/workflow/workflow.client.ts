@@ -149,7 +149,8 @@ export class WorkflowClient {
    */
   async cancel(workflowId: string): Promise<boolean> {
     await this.latestWorkflow(workflowId);
-    const execution = await this.store.cancel(workflowId);
+    // The kind filter: a task that took the id since (after this workflow failed) is not this client's to cancel.
+    const execution = await this.store.cancel(workflowId, 'workflow');
     if (!execution) return false;
     const workflow = this.registry.find(execution.workflowName);
     if (workflow) {

@@ -115,6 +115,14 @@ describe.each(IMPLEMENTATIONS)('WorkflowStore contract: $name', (implementation)
     expect(await s.workflows.resume(a.executionId)).toBeNull();
   });
 
+  it('cancel with a kind leaves the live execution of the other kind under the same id alone', async () => {
+    const task = { ...newExecution(), kind: 'task' as const };
+    await s.workflows.insert(task);
+    expect(await s.workflows.cancel(task.workflowId, 'workflow')).toBeNull();
+    expect(await s.workflows.get(task.executionId)).toMatchObject({ status: 'pending', kind: 'task' });
+    expect(await s.workflows.cancel(task.workflowId, 'task')).toMatchObject({ executionId: task.executionId, status: 'cancelled' });
+  });
+
   it('checkpoint after cancel: the step that was running still checkpoints, and learns of the cancellation from it', async () => {
     const a = newExecution();
     await s.workflows.insert(a);

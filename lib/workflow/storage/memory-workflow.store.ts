@@ -1,7 +1,7 @@
 import type { StoredError } from '../../errors/workflow-failed.error';
 import { jsonCopy } from '../../storage/memory/memory-support';
 import { RELEASED_WORKFLOW_STATUSES } from '../workflow.interfaces';
-import type { ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
+import type { ExecutionKind, ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
 import {
   BeginOutcome, CheckpointedExecution, EventRead, ExecutionActivity, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore, RegisteredWait,
 } from './workflow.store';
@@ -205,8 +205,8 @@ export class MemoryWorkflowStore extends WorkflowStore {
     return Promise.resolve(newest ? view(newest) : null);
   }
 
-  cancel(workflowId: string): Promise<WorkflowExecution | null> {
-    const execution = this.newestFirst().find((e) => e.workflowId === workflowId && UNFINISHED.includes(e.status));
+  cancel(workflowId: string, kind?: ExecutionKind): Promise<WorkflowExecution | null> {
+    const execution = this.newestFirst().find((e) => e.workflowId === workflowId && UNFINISHED.includes(e.status) && (kind === undefined || e.kind === kind));
     if (!execution) return Promise.resolve(null);
     const now = new Date();
     // The execution and its unfinished child workflows at any depth, as the Postgres store's one statement does.

@@ -340,8 +340,8 @@ export class PostgresWorkflowStore extends WorkflowStore {
     return rows.length === 0 ? null : toExecution(rows[0]);
   }
 
-  async cancel(workflowId: string): Promise<WorkflowExecution | null> {
-    const rows = await this.query<ExecutionRow>({ ...this.sql.cancel, values: [workflowId] });
+  async cancel(workflowId: string, kind?: ExecutionKind): Promise<WorkflowExecution | null> {
+    const rows = await this.query<ExecutionRow>({ ...this.sql.cancel, values: [workflowId, kind ?? null] });
     return rows.length === 0 ? null : toExecution(rows[0]);
   }
 

@@ -187,7 +187,7 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
     cancel: `
       WITH RECURSIVE root AS (
         UPDATE ${e} SET status = 'cancelled', updated_at = now(), completed_at = now(), suspended_until = NULL
-         WHERE workflow_id = $1 AND status IN ('pending', 'running')
+         WHERE workflow_id = $1 AND status IN ('pending', 'running') AND ($2::text IS NULL OR kind = $2::text)
         RETURNING *
       ), tree(id) AS (
         SELECT id FROM root

@@ -164,8 +164,11 @@ export abstract class WorkflowStore {
   abstract get(executionId: string): Promise<WorkflowExecution | null>;
   /** The newest execution of a workflow id: the live or completed one when there is one. */
   abstract latest(workflowId: string): Promise<WorkflowExecution | null>;
-  /** Sets the live execution of a workflow id to cancelled; returns it (null when there was none to cancel). */
-  abstract cancel(workflowId: string): Promise<WorkflowExecution | null>;
+  /**
+   * Sets the live execution of a workflow id to cancelled; returns it (null when there was none to cancel). With
+   * `kind`, only an execution of that kind: workflows and tasks share the id space.
+   */
+  abstract cancel(workflowId: string, kind?: ExecutionKind): Promise<WorkflowExecution | null>;
   /**
    * Sets a failed or cancelled execution back to pending and marks `retrying` the failed checkpoints its last run did
    * not handle: those whose errors ended it and those it never received (see `RunEnd`; without one, the last

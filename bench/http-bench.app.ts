@@ -180,6 +180,8 @@ function benchController(decorate?: MethodDecorator): Type<unknown> {
 
 /** The table the insert cases write one row per request to, in the module's database and schema. */
 const ROWS_TABLE = 'bench_rows';
+/** The claim rows of (n), the floor of (k): the transactional mode's statement pattern without the library. */
+const FLOOR_CLAIMS_TABLE = 'bench_floor_claims';
 
 /** What the insert routes take from a library: this checkout's, or BENCH_BASE's (before/after in one run). */
 interface InsertLib {
@@ -189,7 +191,7 @@ interface InsertLib {
   IdempotencyConnections: typeof IdempotencyConnections;
 }
 
-/** Routes of `lib`'s app whose handler inserts one row: (i) without the interceptor, (j) behind it, (k) transactional. */
+/** Routes of `lib`'s app whose handler inserts one row: (i) without the interceptor, (j) behind it, (k) transactional, (n) the floor of (k). */
 function insertController(lib: InsertLib): Type<unknown> {
   @Controller()
   class InsertController implements OnApplicationBootstrap {
@@ -207,6 +209,7 @@ function insertController(lib: InsertLib): Type<unknown> {
     async onApplicationBootstrap(): Promise<void> {
       this.rowsTable = `"${this.connections.schema}".${ROWS_TABLE}`;
       await this.connections.dataSource.query(`CREATE TABLE IF NOT EXISTS ${this.rowsTable} (id bigserial PRIMARY KEY, key text, amount int)`);
+      await this.connections.dataSource.query(`CREATE TABLE IF NOT EXISTS "${this.connections.schema}".${FLOOR_CLAIMS_TABLE} (key text PRIMARY KEY, done boolean NOT NULL DEFAULT false)`);
     }
 
     private insertRow(key: string | undefined, body: OrderBody | undefined, via: { query(text: string, values: unknown[]): Promise<unknown> }): Promise<unknown> {
@@ -236,6 +239,31 @@ function insertController(lib: InsertLib): Type<unknown> {
     async ordersTx(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
       this.stats.record(key);
       await this.insertRow(key, body, lib.currentTransaction());
+      return respond(body);
+    }
+
+    /**
+     * (n) The floor of (k): its round trips and its one commit, without the library. One pooled connection:
+     * START TRANSACTION + a claim row (one round trip), the same insert, the claim row's update + COMMIT (one round trip).
+     */
+    @Post('tx-floor')
+    @lib.SkipIdempotency()
+    async txFloor(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
+      this.stats.record(key);
+      const claims = `"${this.connections.schema}".${FLOOR_CLAIMS_TABLE}`;
+      const literal = `'${(key ?? '').replace(/'/g, "''")}'`;
+      const runner = this.connections.dataSource.createQueryRunner();
+      await runner.connect();
+      try {
+        await runner.query(`START TRANSACTION ISOLATION LEVEL READ COMMITTED;\nINSERT INTO ${claims} (key) VALUES (${literal})`);
+        await this.insertRow(key, body, runner);
+        await runner.query(`UPDATE ${claims} SET done = true WHERE key = ${literal};\nCOMMIT`);
+      } catch (err) {
+        await runner.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      } finally {
+        await runner.release();
+      }
       return respond(body);
     }
   }

@@ -14,6 +14,8 @@
 //   (h) floor of (d): the route runs one prepared indexed SELECT of the record (pg pool of the module's size)
 //   (i) a route without the interceptor whose handler inserts one row; (j) first-time keys on the same insert;
 //   (k) first-time keys on the same insert with transaction: true (the row commits with the stored response)
+//   (n) floor of (k): a route without the library running (k)'s statements on one pooled connection: START TRANSACTION
+//       + a claim row, the same insert, the claim row's update + COMMIT (three round trips, one commit)
 //   (l) the bare app's route behind a no-op interceptor: what Nest charges for any interceptor (the floor of (a), (m))
 //   (m) pass-through: requests without an Idempotency-Key on the guarded route of this library's app
 //   (B), (C), (D), (M), (J), (K): (b), (c), (d), (m), (j), (k) with another checkout's library (BENCH_BASE=<its root>,
@@ -64,7 +66,7 @@ const DEFAULT_POOL_SIZE = 20;
 const BODY = JSON.stringify({ amount: 42, currency: 'EUR' });
 const RUN = randomBytes(4).toString('hex');
 
-type CaseId = '0' | 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i' | 'j' | 'k' | 'l' | 'm' | 'B' | 'C' | 'D' | 'M' | 'J' | 'K';
+type CaseId = '0' | 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i' | 'j' | 'k' | 'l' | 'm' | 'n' | 'B' | 'C' | 'D' | 'M' | 'J' | 'K';
 /** One process each: this library with Redis, with `redis: false`, the bare app, the peer, the floor, and BENCH_BASE's library with and without Redis. */
 type AppName = 'redis' | 'pg' | 'bare' | 'peer' | 'floor' | 'base' | 'basepg';
 type Phase = 'w' | 'm';
@@ -151,6 +153,10 @@ const CASES: CaseSpec[] = [
     keys: (phase) => counterKeys(`tx-${RUN}-${phase}-`, 1), measuredPrefix: `tx-${RUN}-m-`,
   },
   {
+    id: 'n', label: '(n) floor of (k): its round trips and one commit, no library', app: 'redis', path: '/tx-floor',
+    keys: (phase) => counterKeys(`floor-${RUN}-${phase}-`, 1), measuredPrefix: `floor-${RUN}-m-`,
+  },
+  {
     id: 'l', label: '(l) bare app, route behind a no-op interceptor', app: 'bare', path: '/noop-interceptor',
     keys: () => () => `noop-${RUN}`, measuredPrefix: `noop-${RUN}`,
   },
@@ -186,7 +192,7 @@ const CASES: CaseSpec[] = [
   },
 ];
 /** Measured in this order (writes last, so Postgres background work after (b) does not disturb the replays). */
-const RUN_ORDER: CaseId[] = (['0', 'l', 'a', 'm', 'M', 'c', 'C', 'g', 'd', 'D', 'h', 'b', 'B', 'f', 'e', 'i', 'j', 'J', 'k', 'K'] as CaseId[])
+const RUN_ORDER: CaseId[] = (['0', 'l', 'a', 'm', 'M', 'c', 'C', 'g', 'd', 'D', 'h', 'b', 'B', 'f', 'e', 'i', 'j', 'J', 'k', 'K', 'n'] as CaseId[])
   .filter((id) => id === '0' || ONLY.length === 0 || ONLY.includes(id))
   .filter((id) => BASE_DIR !== undefined || !['B', 'C', 'D', 'M', 'J', 'K'].includes(id));
 /** What (h) reads must exist: (d) prepares it, so (h) brings (d) along. */
@@ -322,6 +328,7 @@ async function check(spec: CaseSpec, r: autocannon.Result, handler: HandlerStats
     case '0':
     case 'a':
     case 'i':
+    case 'n':
     case 'l':
     case 'm':
     case 'M':
@@ -565,7 +572,7 @@ function report(adapter: AdapterName, { results, baselineAgain }: AdapterRun): v
       const r = results.find((x) => x.spec.id === id);
       return r ? `${id} ${(r.rps / insertBase).toFixed(2)}` : `${id} -`;
     };
-    process.stdout.write(`\nFirst-time keys whose handler inserts one row, as a ratio to (i) (the same insert without the interceptor): ${ratio('j')} (claim, insert, completion: three commits), ${ratio('k')} (transaction: true)`);
+    process.stdout.write(`\nFirst-time keys whose handler inserts one row, as a ratio to (i) (the same insert without the interceptor): ${ratio('j')} (claim, insert, completion: three commits), ${ratio('k')} (transaction: true), ${ratio('n')} (the floor of (k): its statements and one commit without the library)`);
     const base = results.some((r) => r.spec.id === 'J' || r.spec.id === 'K') ? `; with BENCH_BASE's library: ${ratio('J')}, ${ratio('K')}` : '';
     process.stdout.write(`${base}.\n`);
   }

@@ -104,10 +104,9 @@ export class TransactionalCall {
       throw new StoreUnavailableError(err);
     }
     if (!record) throw new LeaseLostError(this.claim.key);
-    // Within an outer transaction nothing is durable before it commits: the cache must not answer for it yet.
-    // Committed, the outcome is Postgres's to answer: the cache write is queued on the client now (a retry through
-    // this instance reaches Redis after it) and not waited for, as for first-time keys outside this mode.
-    if (!this.tx.nested) await this.engine.completed(this.claim, record, true);
+    // Not written to the cache: most keys are never retried, and a Redis write per first-time key cost about as much
+    // CPU as the claim's own round trip. The first duplicate reads the outcome from Postgres and caches it (see
+    // IdempotencyService.decidedByStore), so later ones replay from Redis.
     return record;
   }
 

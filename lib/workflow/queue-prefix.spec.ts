@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultAppName, derivedQueuePrefix, hasHashTag, queuePrefixOf } from './queue-prefix';
@@ -13,11 +13,27 @@ describe('queue prefixes', () => {
     expect(derivedQueuePrefix('a/b', 'c', '')).not.toBe(derivedQueuePrefix('a', 'b/c', ''));
   });
 
-  it('read the app name from package.json in the working directory, or give ""', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'qp-'));
-    expect(defaultAppName(dir)).toBe('');
-    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: '@acme/payments' }));
-    expect(defaultAppName(dir)).toBe('@acme/payments');
+  it('read the app name from package.json in the working directory, else above the entry script, or give ""', () => {
+    const root = mkdtempSync(join(tmpdir(), 'qp-'));
+    const app = join(root, 'srv', 'app');
+    const elsewhere = join(root, 'elsewhere');
+    mkdirSync(join(app, 'dist'), { recursive: true });
+    mkdirSync(join(app, 'node_modules', 'pm', 'bin'), { recursive: true });
+    mkdirSync(elsewhere);
+    const entry = join(app, 'dist', 'main.js');
+    expect(defaultAppName(elsewhere, entry)).toEqual({ name: '' });
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: '@acme/payments' }));
+    const fromApp = { name: '@acme/payments', from: join(app, 'package.json') };
+    expect(defaultAppName(app, entry)).toEqual(fromApp);
+    // Started from another directory (systemd, a process manager): the same name, from above the entry script.
+    expect(defaultAppName(elsewhere, entry)).toEqual(fromApp);
+    expect(defaultAppName(elsewhere, 'main.js')).toEqual({ name: '' });
+    // A launcher inside node_modules is skipped to the directory that holds node_modules.
+    writeFileSync(join(app, 'node_modules', 'pm', 'package.json'), JSON.stringify({ name: 'pm' }));
+    expect(defaultAppName(elsewhere, join(app, 'node_modules', 'pm', 'bin', 'run.js'))).toEqual(fromApp);
+    // The working directory's package.json comes first, as before.
+    writeFileSync(join(elsewhere, 'package.json'), JSON.stringify({ name: 'other' }));
+    expect(defaultAppName(elsewhere, entry)).toEqual({ name: 'other', from: join(elsewhere, 'package.json') });
   });
 
   it('give each queue its own hash tag on a Redis Cluster unless the prefix carries one', () => {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join, resolve, sep } from 'node:path';
 
 /**
  * The default BullMQ prefix of an application's queues: a hash of the Postgres database name, the schema and the
@@ -12,13 +12,44 @@ export function derivedQueuePrefix(database: string, schema: string, app: string
   return `idem-wf-${hash}`;
 }
 
-/** This application's name: `name` of the package.json in the working directory, or '' when there is none. */
-export function defaultAppName(cwd = process.cwd()): string {
+/** Where the default app name came from: the package.json read, or none. */
+export interface AppNameSource {
+  name: string;
+  /** The package.json the name was read from; undefined when none was found (the name is then ''). */
+  from?: string;
+}
+
+/**
+ * This application's name: `name` of the package.json in the working directory; without one there, of the nearest
+ * package.json above the entry script (outside node_modules), so that an instance started from another directory
+ * (systemd, a process manager, `node /srv/app/dist/main.js` run from `/`) finds the same name; '' when neither has one.
+ */
+export function defaultAppName(cwd = process.cwd(), entry: string | undefined = process.argv[1]): AppNameSource {
+  const here = packageNameIn(cwd);
+  if (here) return here;
+  if (entry) {
+    let dir = dirname(resolve(cwd, entry));
+    // A launcher inside node_modules (jest, a process manager) is not the application.
+    const modules = dir.split(sep).indexOf('node_modules');
+    if (modules >= 0) dir = dir.split(sep).slice(0, modules).join(sep) || sep;
+    for (;;) {
+      const found = packageNameIn(dir);
+      if (found) return found;
+      const parent = dirname(dir);
+      if (parent === dir) break;
+      dir = parent;
+    }
+  }
+  return { name: '' };
+}
+
+function packageNameIn(dir: string): AppNameSource | undefined {
+  const file = join(dir, 'package.json');
   try {
-    const { name } = JSON.parse(readFileSync(join(cwd, 'package.json'), 'utf8')) as { name?: unknown };
-    return typeof name === 'string' ? name : '';
+    const { name } = JSON.parse(readFileSync(file, 'utf8')) as { name?: unknown };
+    return typeof name === 'string' && name.length > 0 ? { name, from: file } : undefined;
   } catch {
-    return '';
+    return undefined;
   }
 }
 

@@ -91,7 +91,16 @@ export class WorkflowQueues {
     if (prefix === undefined) {
       if (!this.connections) throw new Error('workflow queues need the Postgres connection to derive their prefix (or workflows.queuePrefix)');
       const { rows } = await this.connections.pool.query<{ database: string }>('SELECT current_database() AS database');
-      prefix = derivedQueuePrefix(rows[0].database, this.connections.schema, o.app ?? defaultAppName());
+      const app = o.app !== undefined ? { name: o.app, from: 'workflows.app' } : defaultAppName();
+      prefix = derivedQueuePrefix(rows[0].database, this.connections.schema, app.name);
+      if (app.from === undefined) {
+        this.logger.warn(
+          `workflow queues: no package.json with a name in the working directory or above the entry script, so the app name is "" ` +
+            `(queue prefix ${prefix}). Instances that find a name elsewhere use other queues and may run the same steps twice: set workflows.app`,
+        );
+      } else {
+        this.logger.log(`workflow queues: prefix ${prefix} (database "${rows[0].database}", schema "${this.connections.schema}", app "${app.name}" from ${app.from})`);
+      }
     }
     this.basePrefix = prefix;
   }

@@ -72,13 +72,22 @@ export class PostgresTransactions extends IdempotencyTransactions {
       values: [request.scope, request.key, request.fingerprint, token, request.leaseMs, request.ttlMs, lockTimeout, '', String(request.leaseMs), waitsForHolder ? 1 : 0],
     };
     // The completion is prepared with the claim: once the transaction is open, a failing PREPARE would abort it.
-    const opened = await this.openWith(isolation, acquireWithinMs, outer, first, [sql.completeInTransaction], (defaults) => {
-      first.values[7] = defaults.lockTimeout;
-    }, {
-      // Before the claim is planned: the records table's own lock is taken then, before the claim's settings apply.
-      before: `SET LOCAL lock_timeout = ${lockTimeout}`,
-      after: 'SAVEPOINT idempotency_work',
-    });
+    let opened: Awaited<ReturnType<PostgresTransactions['openWith']>>;
+    try {
+      opened = await this.openWith(isolation, acquireWithinMs, outer, first, [sql.completeInTransaction], (defaults) => {
+        first.values[7] = defaults.lockTimeout;
+      }, {
+        // Before the claim is planned: the records table's own lock is taken then, before the claim's settings apply.
+        before: `SET LOCAL lock_timeout = ${lockTimeout}`,
+        after: 'SAVEPOINT idempotency_work',
+        // Preparing the claim on a new connection locks the records table as well.
+        prepareLockTimeout: String(Math.max(1, Math.ceil(acquireWithinMs))),
+      });
+    } catch (err) {
+      // The records table stayed locked for as long as a connection may take (its PREPARE waited): nothing is claimed.
+      if (sqlState(err) === LOCK_NOT_AVAILABLE) throw new StoreUnavailableError(err);
+      throw err;
+    }
     if ('failure' in opened) {
       const code = sqlState(opened.failure);
       if (code === LOCK_NOT_AVAILABLE && waitsForHolder) return { tx: opened.tx, outcome: 'lock timeout' };
@@ -115,7 +124,8 @@ export class PostgresTransactions extends IdempotencyTransactions {
    */
   private async openWith(
     isolation: TransactionIsolation, acquireWithinMs: number, outer: EntityManager | undefined, first: InlineStatement,
-    prepare: NamedStatement[], withDefaults?: (defaults: SessionDefaults) => void, around: { before?: string; after?: string } = {},
+    prepare: NamedStatement[], withDefaults?: (defaults: SessionDefaults) => void,
+    around: { before?: string; after?: string; prepareLockTimeout?: string } = {},
   ): Promise<{ tx: OpenTransaction; rows: QueryResultRow[] } | { tx: OpenTransaction; failure: unknown }> {
     const nested = outer?.queryRunner;
     const owned = !(nested && !nested.isReleased && nested.isTransactionActive);
@@ -130,7 +140,9 @@ export class PostgresTransactions extends IdempotencyTransactions {
       const client = clientOf(runner);
       const statements = [first.statement, ...prepare];
       // Prepared on this connection already (the usual case): no await, no promise.
-      const prepared = owned && this.connections.preparedStatements ? (this.preparedOn(client, statements) ?? (await this.prepareOn(client, statements))) : undefined;
+      const prepared = owned && this.connections.preparedStatements
+        ? (this.preparedOn(client, statements) ?? (await this.prepareOn(client, statements, around.prepareLockTimeout)))
+        : undefined;
       const parts = [inlineStatementText(first, prepared?.get(first.statement.text))];
       if (around.before) parts.unshift(around.before);
       if (around.after) parts.push(around.after);
@@ -167,21 +179,23 @@ export class PostgresTransactions extends IdempotencyTransactions {
    * The names `statements` are prepared under on `client` (with SQL PREPARE, once per connection, all in one round
    * trip), by statement text, for `EXECUTE`. Statements without a name are left out (sent as text).
    */
-  private async prepareOn(client: PoolClient, statements: NamedStatement[]): Promise<Map<string, string>> {
+  private async prepareOn(client: PoolClient, statements: NamedStatement[], lockTimeout?: string): Promise<Map<string, string>> {
     let names = this.prepared.get(client);
     if (!names) this.prepared.set(client, (names = new Map<string, string>()));
     const missing = statements.filter((s): s is NamedStatement & { name: string } => s.name !== undefined && !names.has(s.text));
     if (missing.length === 0) return names;
     // never the names node-postgres prepares statements under itself
     const prepares = missing.map((s) => `PREPARE ${s.name}_sql AS ${s.text}`);
+    // A PREPARE locks the tables of its statement; SET LOCAL holds for the statements of this one query only.
+    const bounded = (text: string) => (lockTimeout === undefined ? text : `SET LOCAL lock_timeout = ${lockTimeout};\n${text}`);
     try {
-      await client.query(prepares.join(';\n'));
+      await client.query(bounded(prepares.join(';\n')));
     } catch (err) {
       // Prepared already by another module on the same DataSource and schema (the same text under the same name):
       // one by one, so that the others are prepared all the same.
       if (sqlState(err) !== DUPLICATE_PREPARED_STATEMENT) throw err;
       for (const text of prepares) {
-        await client.query(text).catch((e: unknown) => {
+        await client.query(bounded(text)).catch((e: unknown) => {
           if (sqlState(e) !== DUPLICATE_PREPARED_STATEMENT) throw e;
         });
       }

@@ -2,6 +2,7 @@ import { Body, Controller, INestApplication, Post, UnprocessableEntityException 
 import { Client } from 'pg';
 import request from 'supertest';
 import { currentTransaction, Idempotent, NotInTransactionError, PROBLEM_CONTENT_TYPE } from '../../lib';
+import { IdempotencyConnections } from '../../lib/storage/idempotency-connections';
 import { gate, listen, waitUntil } from '../support/resilience';
 import { ADAPTERS, createTestApp, databaseUrl, sql, uniqueSchema } from '../support/test-app';
 
@@ -222,6 +223,32 @@ describe.each(ADAPTERS)('HTTP transactional mode (%s)', (adapter) => {
     expect(await rows('c-table-brief')).toBe(1);
     expect(await rows('c-table-long')).toBe(0);
     expect((await post('/charges', 'k-table-long', { id: 'c-table-long' })).status).toBe(201);
+  });
+
+  it('bounds that wait by the lease on a new pooled connection too, whose PREPARE of the claim locks the table first', async () => {
+    // A new connection (pool growth, a reconnect) prepares the library's statements in a round trip of its own,
+    // before the transaction's SET LOCAL. Before, that PREPARE waited for the table lock with no bound.
+    const pool = app.get(IdempotencyConnections, { strict: false }).pool as unknown as { _idle: { client: { processID: number } }[] };
+    const idle = pool._idle.map((item) => item.client.processID);
+    expect(idle.length).toBeGreaterThan(0);
+    await sql('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [idle]);
+    await waitUntil('the pool dropped its terminated connections', () => pool._idle.length === 0);
+    const locker = new Client({ connectionString: databaseUrl() });
+    await locker.connect();
+    try {
+      await locker.query(`BEGIN; LOCK TABLE "${schema}".idempotency_records IN SHARE MODE`);
+      const started = Date.now();
+      const res = await post('/charges', 'k-prepare-long', { id: 'c-prepare-long' });
+      expect(res.status).toBe(503);
+      expect(res.headers['content-type']).toContain(PROBLEM_CONTENT_TYPE);
+      expect(Date.now() - started).toBeLessThan(10_000); // the lease is 1 s; the old code waited for the COMMIT below
+      await locker.query('COMMIT');
+    } finally {
+      await locker.end();
+    }
+    expect(await rows('c-prepare-long')).toBe(0);
+    expect((await post('/charges', 'k-prepare-long', { id: 'c-prepare-long' })).status).toBe(201);
+    expect(await rows('c-prepare-long')).toBe(1);
   });
 
   it('holds a waiting duplicate on the uncommitted claim, then replays the committed response: one run, one row', async () => {

@@ -4,6 +4,7 @@ import { IDEMPOTENT_METHOD_METADATA } from '../idempotency.constants';
 import type { RunOptions } from '../interfaces/run-options.interface';
 import { parseDuration } from '../utils/duration';
 import { transactionOptionProblems } from '../transaction/transaction-options';
+import { decoratedName } from '../utils/decorated-name';
 import { KeyTracker } from '../utils/known-keys';
 import { NAMESPACE_SEPARATOR } from './method-key';
 
@@ -54,6 +55,10 @@ export function IdempotentMethod(options: IdempotentMethodOptions = {}): MethodD
   problems.push(...transactionOptionProblems(options));
   if (options.scope !== undefined && (typeof options.scope !== 'string' || options.scope.length === 0)) problems.push('scope: expected a non-empty string');
   for (const unknown of keys.unknownKeys()) problems.push(`${unknown.option}: ${unknown.message}`);
-  if (problems.length > 0) throw new IdempotencyConfigError(problems.map((p) => `@IdempotentMethod(): ${p}`));
-  return SetMetadata(IDEMPOTENT_METHOD_METADATA, given);
+  const setMetadata = SetMetadata(IDEMPOTENT_METHOD_METADATA, given);
+  // Reported where it is applied, so that an error names the class and method.
+  return <T>(target: object, key: string | symbol, descriptor: TypedPropertyDescriptor<T>) => {
+    if (problems.length > 0) throw new IdempotencyConfigError(problems.map((p) => `@IdempotentMethod() on ${decoratedName(target, key)}: ${p}`));
+    return setMetadata(target, key, descriptor);
+  };
 }

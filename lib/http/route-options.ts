@@ -21,7 +21,7 @@ const PROBE_BASE: ResolvedHttpOptions = {
   transaction: false,
 };
 
-/** Checks `@Idempotent()` options when the decorator is applied, so a typo fails at startup. */
-export function validateRouteOptions(options: IdempotentRouteOptions): void {
-  resolveRouteOptions(PROBE_BASE, options, '@Idempotent()');
+/** Checks `@Idempotent()` options when the decorator is applied to `where` (`Class.method`), so a typo fails at startup. */
+export function validateRouteOptions(options: IdempotentRouteOptions, where: string): void {
+  resolveRouteOptions(PROBE_BASE, options, where);
 }

@@ -8,6 +8,7 @@ import {
 } from '../../lib';
 import { databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
 import { AUDITED, InvoiceService } from './fixtures/invoices';
+import { appliedTo } from '../support/applied-method-decorator';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -270,10 +271,10 @@ describe('@IdempotentMethod on a request-scoped provider', () => {
 
 describe('@IdempotentMethod options', () => {
   it('fails when the class is loaded, naming each bad option', () => {
-    expect(() => IdempotentMethod({ ttl: 'later', onDuplicate: 'ignore' as never })).toThrow(IdempotencyConfigError);
-    expect(() => IdempotentMethod({ ttl: 'later', onDuplicate: 'ignore' as never })).toThrow(/ttl: "later" is not a duration[\s\S]*onDuplicate: expected one of return, raise, wait/);
-    expect(() => IdempotentMethod({ onFailure: 'retry' as never })).toThrow(/onFailure/);
-    expect(() => IdempotentMethod({ key: 'fixed' as never })).toThrow(/key: expected a function/);
+    expect(appliedTo({ ttl: 'later', onDuplicate: 'ignore' as never })).toThrow(IdempotencyConfigError);
+    expect(appliedTo({ ttl: 'later', onDuplicate: 'ignore' as never })).toThrow(/ttl: "later" is not a duration[\s\S]*onDuplicate: expected one of return, raise, wait/);
+    expect(appliedTo({ onFailure: 'retry' as never })).toThrow(/@IdempotentMethod\(\) on Payments\.pay: onFailure/);
+    expect(appliedTo({ key: 'fixed' as never })).toThrow(/key: expected a function/);
   });
 });
 

@@ -2,6 +2,7 @@ import { INestApplicationContext, Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { DuplicateExecutionError, IdempotencyConfigError, IdempotencyModule, IdempotentMethod } from '../../lib';
 import { databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
+import { appliedTo } from '../support/applied-method-decorator';
 
 /** Two steps of one order, both keyed by the order id alone. */
 @Injectable()
@@ -75,8 +76,8 @@ describe.each([
 
 describe('@IdempotentMethod namespace option', () => {
   it('fails when the class is loaded unless it is a non-empty name without ":"', () => {
-    expect(() => IdempotentMethod({ namespace: '' })).toThrow(IdempotencyConfigError);
-    expect(() => IdempotentMethod({ namespace: 'billing:refund' })).toThrow(/namespace: .*":"/);
-    expect(() => IdempotentMethod({ namespace: 42 as never })).toThrow(/namespace/);
+    expect(appliedTo({ namespace: '' })).toThrow(IdempotencyConfigError);
+    expect(appliedTo({ namespace: 'billing:refund' })).toThrow(/namespace: .*":"/);
+    expect(appliedTo({ namespace: 42 as never })).toThrow(/namespace/);
   });
 });

@@ -2,8 +2,8 @@ import { StreamableFile } from '@nestjs/common';
 import { isUtf8 } from 'node:buffer';
 import type { OutgoingHttpHeaders } from 'node:http';
 
-/** Headers never stored or replayed, whatever the configuration says. */
-const NEVER_REPLAYED = new Set([
+/** Headers never stored or replayed, whatever the configuration says (`http.replayHeaders` naming one is refused). */
+export const NEVER_REPLAYED: ReadonlySet<string> = new Set([
   'set-cookie', 'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
   'transfer-encoding', 'upgrade', 'content-length', 'date',
 ]);

@@ -150,6 +150,22 @@ describe('resolveOptions: invalid options', () => {
   });
 });
 
+describe('resolveOptions: statuses that may release a key, headers that may be replayed', () => {
+  it('refuses a success or redirect status in retryableStatuses: released, it would run its handler again on every retry', () => {
+    const err = configError(() => resolveOptions({ postgres: PG, redis: REDIS, http: { retryableStatuses: [429, 200, 302] } }));
+    expect(err.problems).toEqual([expect.stringMatching(/^http\.retryableStatuses: 200, 302 are not error statuses: only 4xx and 5xx/)]);
+    expect(resolveOptions({ postgres: PG, redis: REDIS, http: { retryableStatuses: [429, 503] } }).http.retryableStatuses).toEqual(new Set([429, 503]));
+  });
+
+  it('refuses Set-Cookie and hop-by-hop headers in replayHeaders instead of ignoring them, on the module and on a route', () => {
+    const err = configError(() => resolveOptions({ postgres: PG, redis: REDIS, http: { replayHeaders: ['X-Request-Cost', 'Set-Cookie', 'connection'] } }));
+    expect(err.problems).toEqual([expect.stringMatching(/^http\.replayHeaders: Set-Cookie, connection are never stored or replayed/)]);
+    const base = resolveOptions({ postgres: PG, redis: REDIS, http: { replayHeaders: ['X-Request-Cost'] } }).http;
+    expect(base.replayHeaders).toEqual(['X-Request-Cost']);
+    expect(configError(() => resolveRouteOptions(base, { replayHeaders: ['set-cookie'] }, 'Payments.pay')).message).toContain('@Idempotent() on Payments.pay: replayHeaders: set-cookie is never stored');
+  });
+});
+
 describe('resolveRouteOptions', () => {
   const base = resolveOptions({ postgres: PG, redis: REDIS }).http;
 

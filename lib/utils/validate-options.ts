@@ -4,6 +4,7 @@ import type { IdempotencyModuleOptions } from '../interfaces/idempotency-options
 import type { ResolvedRetentionOptions } from '../retention/retention.interfaces';
 import type { ResolvedHttpOptions, ResolvedOptions, ResolvedWorkflowOptions } from '../interfaces/resolved-options';
 import { DEFAULT_PROBLEM_TYPE_BASE } from '../http/problem-details';
+import { NEVER_REPLAYED } from '../http/stored-response';
 import { resolveTransactionSetting, TransactionSetting } from '../transaction/transaction-options';
 import { parseDuration } from './duration';
 import { KeyTracker } from './known-keys';
@@ -100,7 +101,24 @@ export class Checker {
       this.fail(option, `expected an array of HTTP status codes (100-599), got ${JSON.stringify(value)}`);
       return fallback;
     }
+    const success = (value as number[]).filter((v) => v < 400);
+    if (success.length > 0) {
+      // Released, a success would run its handler again on every retry: the double charge this library prevents.
+      this.fail(option, `${success.join(', ')} ${success.length === 1 ? 'is not an error status' : 'are not error statuses'}: only 4xx and 5xx responses can release their key; remove ${success.length === 1 ? 'it' : 'them'}`);
+      return fallback;
+    }
     return new Set(value as number[]);
+  }
+
+  /** Response header names for `replayHeaders`: those never stored (Set-Cookie, hop-by-hop) are refused rather than ignored. */
+  headerList(option: string, value: unknown): string[] {
+    const names = this.stringList(option, value);
+    const never = names.filter((n) => NEVER_REPLAYED.has(n.toLowerCase()));
+    if (never.length > 0) {
+      this.fail(option, `${never.join(', ')} ${never.length === 1 ? 'is' : 'are'} never stored or replayed (a cookie or hop-by-hop header must not be sent to another client's retry); remove ${never.length === 1 ? 'it' : 'them'}`);
+      return names.filter((n) => !never.includes(n));
+    }
+    return names;
   }
 
   positiveInt(option: string, value: unknown, fallback: number): number {
@@ -243,7 +261,7 @@ function resolveHttp(c: Checker, value: unknown): ResolvedHttpOptions {
     scope: typeof o.scope === 'function' ? (o.scope as ResolvedHttpOptions['scope']) : undefined,
     scopeDefaulted: o.scope === undefined,
     problemTypeBase: typeof problemTypeBase === 'string' ? problemTypeBase : DEFAULT_PROBLEM_TYPE_BASE,
-    replayHeaders: c.stringList('http.replayHeaders', o.replayHeaders),
+    replayHeaders: c.headerList('http.replayHeaders', o.replayHeaders),
     ignoreBodyFields: c.stringList('http.ignoreBodyFields', o.ignoreBodyFields),
     failOpen: c.boolean('http.failOpen', o.failOpen, false),
     waitMs: wait,
@@ -352,7 +370,7 @@ export function resolveRouteOptions(base: ResolvedHttpOptions, route: Record<str
     leaseMs: c.duration('lockTimeout', merged.lockTimeout, base.leaseMs, { positive: true }),
     required: c.boolean('required', merged.required, base.required),
     scope: routeScope(c, merged.scope, base.scope),
-    replayHeaders: merged.replayHeaders === undefined ? base.replayHeaders : c.stringList('replayHeaders', merged.replayHeaders),
+    replayHeaders: merged.replayHeaders === undefined ? base.replayHeaders : c.headerList('replayHeaders', merged.replayHeaders),
     ignoreBodyFields: merged.ignoreBodyFields === undefined ? base.ignoreBodyFields : c.stringList('ignoreBodyFields', merged.ignoreBodyFields),
     waitMs: merged.wait === undefined ? base.waitMs : merged.wait === false ? 0 : c.duration('wait', merged.wait, 0, { positive: true }),
     retryableStatuses: c.statusList('retryableStatuses', merged.retryableStatuses, base.retryableStatuses),

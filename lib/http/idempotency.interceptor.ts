@@ -18,7 +18,7 @@ import { parseIdempotencyKey } from './idempotency-key';
 import { IdempotencyProblemException, PROBLEM_CONTENT_TYPE } from './problem-details';
 import { asObservable, HandlerNeverStartedError, HandlerStart, isTrackedHandler } from './handler-start';
 import { rawResponse } from './raw-response';
-import { bodyIsUnread, requestFingerprint } from './request-fingerprint';
+import { bodyIsUnread, mediaTypeOf, requestFingerprint } from './request-fingerprint';
 import { ResponseCapture } from './response-capture';
 import { replayOnto } from './response-replay';
 import {
@@ -140,8 +140,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       if (!(err instanceof BodyNotFingerprintableError)) throw err;
       // Not parsed yet: claim when the handler starts, after the route's own interceptors have read the body.
       if (!parsed && route.tracked && bodyIsUnread(request)) return this.handleWhenParsed(key, request, response, route, next);
-      throw this.problem(response, new IdempotencyProblemException('body-not-fingerprintable', `${err.message}. ` +
-        'Parse it before the handler (e.g. FileInterceptor, or attachFieldsToBody with @fastify/multipart), or send it without an idempotency key.'));
+      throw this.problem(response, new IdempotencyProblemException('body-not-fingerprintable', `${err.message}. ${unparsedBodyHint(mediaTypeOf(request))}`));
     }
     const claimRequest = {
       scope: this.scopeOf(request, settings),
@@ -404,4 +403,13 @@ function problemReplacement(problem: IdempotencyProblemException, typeBase: stri
   problem.withTypeBase(typeBase);
   const headers: Record<string, string> = { ...problem.headers, 'Content-Type': PROBLEM_CONTENT_TYPE };
   return { status: problem.getStatus(), headers, body: Buffer.from(JSON.stringify(problem.getResponse())) };
+}
+
+/** What to do about a body no parser read, by its media type. */
+function unparsedBodyHint(media: string): string {
+  if (media.startsWith('multipart/')) {
+    return 'Parse it before the handler (e.g. FileInterceptor, or attachFieldsToBody with @fastify/multipart), or send it without an idempotency key.';
+  }
+  return `Register a body parser for ${media || 'its content type'} (Nest's app.useBodyParser(): 'text' or 'raw' on Express, ` +
+    'the media type on Fastify), or send it without an idempotency key.';
 }

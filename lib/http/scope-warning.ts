@@ -7,7 +7,8 @@ import type { ResolvedOptions } from '../interfaces/resolved-options';
 export const MISSING_SCOPE_WARNING =
   'http.scope is not set, so idempotency keys are shared by all clients: anyone who sends another client\'s key gets ' +
   'that client\'s stored response. Set http.scope to a function of the authenticated request, e.g. ' +
-  '`scope: (req) => req.user?.id`, or `scope: "global"` if one shared key space is what you want.';
+  '`scope: (req) => req.user.id` (a scope of undefined is the shared key space: throw for a request without a client), ' +
+  'or `scope: "global"` if one shared key space is what you want.';
 
 /** Says once, at startup, that keys are not scoped per client when no `http.scope` was chosen. */
 @Injectable()

@@ -116,12 +116,26 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationBootst
     return this.opened;
   }
 
-  /** The default `redis.keyPrefix`: a Redis cache entry must never answer for another database or schema than the one that holds its record. */
+  /**
+   * The default `redis.keyPrefix`: a Redis cache entry must never answer for another database or schema than the one
+   * that holds its record. The server is named by its cluster's system identifier, the same however it is reached
+   * (TCP, a Unix socket, PgBouncer) and on a promoted replica; where that is not readable, by its address as seen
+   * from this connection.
+   */
   static async derivedKeyPrefix(pool: Pool, schema: string): Promise<string> {
-    const { rows } = await pool.query<{ identity: string }>(
-      "SELECT concat_ws('/', inet_server_addr()::text, inet_server_port()::text, current_database()) AS identity",
-    );
-    return `idem:${createHash('sha1').update(`${rows[0].identity}/${schema}`).digest('hex').slice(0, 12)}`;
+    let identity: string;
+    try {
+      const { rows } = await pool.query<{ identity: string }>(
+        "SELECT concat_ws('/', (SELECT system_identifier FROM pg_control_system())::text, current_database()) AS identity",
+      );
+      identity = `cluster/${rows[0].identity}`;
+    } catch {
+      const { rows } = await pool.query<{ identity: string }>(
+        "SELECT concat_ws('/', inet_server_addr()::text, inet_server_port()::text, current_database()) AS identity",
+      );
+      identity = rows[0].identity;
+    }
+    return `idem:${createHash('sha1').update(`${identity}/${schema}`).digest('hex').slice(0, 12)}`;
   }
 
   private static async postgres(options: ResolvedOptions, moduleRef: ModuleRef): Promise<{ dataSource: DataSource; schema: string; owned: boolean }> {

@@ -25,7 +25,9 @@ export function checkTaskOptions(options: TaskOptions, method: string, where: st
     problems.push(`${where}: unknown option "${key}"; ${guess === undefined ? '' : `did you mean ${guess}? `}(the options are ${TASK_KEYS.join(', ')})`);
   }
   const { identity, retention, ...rest } = options;
-  const step = checkStepOptions({ ...rest, queue: rest.queue ?? DEFAULT_TASK_QUEUE }, method, where, problems);
+  // Unknown keys are reported above, once, with the task's options: the step check sees only the ones it shares.
+  const stepOptions = Object.fromEntries(Object.entries(rest).filter(([key]) => TASK_KEYS.includes(key))) as typeof rest;
+  const step = checkStepOptions({ ...stepOptions, queue: rest.queue ?? DEFAULT_TASK_QUEUE }, method, where, problems);
   let checkedIdentity: WorkflowIdentity = 'strict';
   if (identity !== undefined) {
     if (IDENTITIES.includes(identity)) checkedIdentity = identity;

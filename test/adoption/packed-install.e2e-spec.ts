@@ -1,5 +1,5 @@
 import { ChildProcess, execFile, spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { databaseUrl, sql, uniqueSchema } from '../support/test-app';
@@ -48,8 +48,11 @@ async function packAndInstall(work: string): Promise<string> {
   const app = join(work, 'app');
   mkdirSync(stage);
   mkdirSync(app);
-  await mustRun(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json', '--outDir', join(stage, 'dist')], ROOT);
-  for (const file of ['package.json', 'README.md', 'LICENSE']) copyFileSync(join(ROOT, file), join(stage, file));
+  // Built where it is packed, as `npm pack` in the repository does: the source maps name the shipped sources.
+  for (const dir of ['lib', 'migrations']) cpSync(join(ROOT, dir), join(stage, dir), { recursive: true });
+  for (const file of ['package.json', 'README.md', 'LICENSE', 'tsconfig.json', 'tsconfig.build.json']) copyFileSync(join(ROOT, file), join(stage, file));
+  symlinkSync(join(ROOT, 'node_modules'), join(stage, 'node_modules'), 'dir');
+  await mustRun(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], stage);
   await mustRun('npm', ['pack', stage, '--pack-destination', work, '--silent', '--ignore-scripts'], work);
   const tarball = readdirSync(work).find((file) => file.endsWith('.tgz'));
   if (!tarball) throw new Error(`npm pack left no tarball in ${work}`);
@@ -137,6 +140,15 @@ describe('adoption: the packed package installed in an app outside the repositor
     // Port 1 on loopback: nothing listens there, the connection is refused at once.
     const unreachable = await run(bin, ['migrate', '--check'], app, { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/postgres' });
     expect([unreachable.code, unreachable.stderr]).toEqual([3, expect.stringContaining('ECONNREFUSED')]);
+  });
+
+  it('ships the sources its source maps name, so stack traces and debuggers point to files that exist; no specs', () => {
+    const pkg = join(app, 'node_modules', 'nestjs-idempotency');
+    for (const map of ['dist/lib/http/handler-start.js.map', 'dist/migrations/1732250000000-create-idempotency-records.js.map']) {
+      const { sources } = JSON.parse(readFileSync(join(pkg, map), 'utf8')) as { sources: string[] };
+      for (const source of sources) expect([source, existsSync(join(pkg, dirname(map), source))]).toEqual([source, true]);
+    }
+    expect(existsSync(join(pkg, 'lib', 'utils', 'duration.spec.ts'))).toBe(false);
   });
 
   it('type-checks a consumer against the shipped declarations', async () => {

@@ -3,6 +3,8 @@ import {
   MissingTaskIdError, RetentionService, TaskClient, TaskConflictError, TaskExistsError, WorkflowClient, WorkflowFailedError,
   WorkflowNotFoundError, WorkflowTimeoutError,
 } from '../../lib';
+import { randomUUID } from 'node:crypto';
+import { WorkflowStore } from '../../lib/workflow/storage/workflow.store';
 import { sql } from '../support/test-app';
 import { bootWorkflowApp, scenario } from '../workflow/support';
 import { closeGate, openGate, ReceiptTasks, taskRuns } from './fixtures/receipt.tasks';
@@ -84,6 +86,20 @@ describe('TaskClient.enqueue: idempotent tasks (seed 000 checklist)', () => {
     expect(n).toBe(1);
     await new Promise((resolve) => setTimeout(resolve, 300)); // a re-enqueued job would run within this
     expect(taskRuns.get('flaky:f-wf')).toBe(runs);
+  });
+
+  it('WorkflowClient.cancel leaves alone a task that took the id after the client looked it up (a failed workflow had it)', async () => {
+    closeGate('p-race');
+    const task = await tasks.enqueue(ReceiptTasks, 'sendReceipt', ['p-race', 1], { taskId: 'receipt-p-race' });
+    await until(async () => (await task.status()) === 'running', 'the task to run');
+    const store = app.get(WorkflowStore);
+    const live = (await store.latest('receipt-p-race'))!;
+    // The interleaving: cancel() read the id while a failed workflow held it; the task was enqueued right after.
+    jest.spyOn(store, 'latest').mockResolvedValueOnce({ ...live, executionId: randomUUID(), kind: 'workflow', status: 'failed' });
+    expect(await app.get(WorkflowClient).cancel('receipt-p-race')).toBe(false);
+    expect(await task.status()).toBe('running');
+    openGate('p-race');
+    expect(await task.result({ timeout: 20_000 })).toEqual({ receiptId: 'rcpt-p-race', amount: 1 });
   });
 
   it('the same id with other arguments is a TaskConflictError and enqueues nothing', async () => {

@@ -10,7 +10,7 @@ import { bootWorkflowApp, scenario } from './support';
 jest.setTimeout(60_000); // real processes and servers; waits are bounded by the assertions' own timeouts
 
 /** Holds the first run of an execution between its two steps until the test opens it; later runs pass. */
-const between = { calls: 0, open: () => undefined as void, opened: Promise.resolve() };
+const between = { calls: 0, opened: Promise.resolve(), firstRunSettledB: false };
 
 @Workflow({ name: 'two-steps-held' })
 class TwoStepsHeld {
@@ -18,8 +18,14 @@ class TwoStepsHeld {
 
   async run(): Promise<string[]> {
     const first = await this.work('a');
-    if (++between.calls === 1) await between.opened;
-    return [first, await this.work('b')];
+    const isFirstRun = ++between.calls === 1;
+    if (isFirstRun) await between.opened;
+    try {
+      return [first, await this.work('b')];
+    } finally {
+      // Its call of step b came back (the checkpointed result, or the news that another run ended the execution).
+      if (isFirstRun) between.firstRunSettledB = true;
+    }
   }
 
   @Step()
@@ -62,7 +68,8 @@ describe('a run that has not heard of a recovery run of its execution (Redis flu
     expect(await handle.result({ timeout: '20s' })).toEqual(['a', 'b']);
     // The first run goes on, not knowing: its step job for b is added again (the recovery run's was removed).
     release();
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await waitUntil('the first run\'s call of step b came back', () => between.firstRunSettledB);
+    await new Promise((resolve) => setTimeout(resolve, 300)); // a second run of b would be recorded by now
     expect(await runs('a')).toBe(1);
     expect(await runs('b')).toBe(1);
   });

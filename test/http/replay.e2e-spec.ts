@@ -145,7 +145,8 @@ const STORES: [string, Partial<IdempotencyModuleOptions>][] = [
   ['Postgres alone', { redis: false }],
 ];
 
-const REPLAY_HEADERS = ['X-Order-Version', 'Set-Cookie', 'Connection', 'Transfer-Encoding'];
+// Set-Cookie and hop-by-hop headers cannot be listed (startup refuses them, see validate-options.spec.ts); they are not stored either way.
+const REPLAY_HEADERS = ['X-Order-Version'];
 
 describe.each(ADAPTERS)('stored response and replay (%s)', (adapter) => {
   describe.each(STORES)('%s', (_store, storeOptions) => {

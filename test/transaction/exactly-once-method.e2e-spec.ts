@@ -15,6 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { gate, waitUntil } from '../support/resilience';
 import { databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
 import { LedgerService } from './fixtures/ledger';
+import { appliedTo } from '../support/applied-method-decorator';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -257,8 +258,8 @@ describe('transaction: true on @IdempotentMethod() and IdempotencyService.run()'
   });
 
   it('refuses isolation without transaction, and an unknown isolation level, when the class is loaded', () => {
-    expect(() => IdempotentMethod({ isolation: 'serializable' })).toThrow(/isolation: only applies with transaction: true/);
-    expect(() => IdempotentMethod({ transaction: true, isolation: 'snapshot' as never })).toThrow(/isolation: expected one of "read committed"/);
+    expect(appliedTo({ isolation: 'serializable' })).toThrow(/isolation: only applies with transaction: true/);
+    expect(appliedTo({ transaction: true, isolation: 'snapshot' as never })).toThrow(/isolation: expected one of "read committed"/);
   });
 });
 

@@ -72,7 +72,7 @@ export class IdempotencyService {
       throw new IdempotencyConfigError([
         `${where}: transaction: true needs the Postgres store of IdempotencyModule.forRoot() (the handler's writes commit in its database); ` +
           'this module has none (IdempotencyTestingModule?). Remove transaction: true here, or test it against Postgres',
-      ]);
+      ], 'transaction: true cannot work without Postgres');
     }
     return this.transactions;
   }

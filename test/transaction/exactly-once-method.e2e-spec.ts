@@ -288,6 +288,8 @@ describe('transaction: true without a Postgres store', () => {
     const moduleRef = await Test.createTestingModule({ imports: [IdempotencyTestingModule.forRoot()], controllers: [PaymentsController] }).compile();
     await expect(moduleRef.init()).rejects.toThrow(IdempotencyConfigError);
     await expect(moduleRef.init()).rejects.toThrow(/@Idempotent\(\) on PaymentsController\.pay: transaction: true needs the Postgres store/);
+    // Not "Invalid IdempotencyModule options": the testing module's options are fine, the route cannot run there.
+    await expect(moduleRef.init()).rejects.toThrow(/^transaction: true cannot work without Postgres:\n/);
   });
 
   it('starts under IdempotencyTestingModule when a transactional route opts out with @SkipIdempotency()', async () => {

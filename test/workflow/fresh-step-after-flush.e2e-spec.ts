@@ -2,7 +2,7 @@ import { INestApplication } from '@nestjs/common';
 import Redis from 'ioredis';
 import { currentStep, Step, Workflow, WorkflowClient } from '../../lib';
 import { waitUntil } from '../support/resilience';
-import { removeServiceData, startRedis, StartedRedis, stopRedis } from '../support/services';
+import { ownRedis } from '../support/own-redis';
 import { sql } from '../support/test-app';
 import { RunLog } from './fixtures/run-log';
 import { bootWorkflowApp, scenario } from './support';
@@ -38,17 +38,8 @@ class TwoStepsHeld {
 // On a dedicated Redis (FLUSHALL must not touch anyone else's data).
 describe('a run that has not heard of a recovery run of its execution (Redis flushed under it)', () => {
   const name = `wf-fresh-${process.pid}`;
-  let redis: StartedRedis;
   let app: INestApplication;
-
-  beforeAll(async () => {
-    redis = await startRedis(name);
-  });
-  afterAll(async () => {
-    await app?.close();
-    await stopRedis(redis);
-    removeServiceData(name);
-  });
+  const redis = ownRedis(name, () => app?.close());
 
   it('never runs a step again that the recovery run completed: its step job reads Postgres, its run\'s lock being gone', async () => {
     const s = scenario({ redisUrl: redis.url });

@@ -2,7 +2,7 @@ import { INestApplication } from '@nestjs/common';
 import Redis from 'ioredis';
 import { WorkflowClient, WorkflowHandle } from '../../lib';
 import { waitUntil } from '../support/resilience';
-import { removeServiceData, startRedis, StartedRedis, stopRedis } from '../support/services';
+import { ownRedis } from '../support/own-redis';
 import { sql } from '../support/test-app';
 import { OrderWorkflow } from './fixtures/order.workflow';
 import { Child, kill, spawnWorker } from './processes';
@@ -14,24 +14,19 @@ jest.setTimeout(90_000); // real processes and servers; waits are bounded by the
 // maxRecoveryAttempts: 1 survives it. Workers run in child processes with WF_MAX_RECOVERIES=1.
 describe('recovery attempts: one incident counts once', () => {
   const name = `wf-recount-${process.pid}`;
-  let redis: StartedRedis;
   let s: Scenario;
   let app: INestApplication;
   let client: WorkflowClient;
   const children: Child[] = [];
+  const redis = ownRedis(name, async () => {
+    for (const child of children) await kill(child);
+    await app?.close();
+  });
 
   beforeAll(async () => {
-    redis = await startRedis(name);
     s = scenario({ redisUrl: redis.url });
     // The test process only starts and inspects; the children run the workflows and the reconciler.
     ({ app, client } = await bootWorkflowApp(s, [OrderWorkflow], { workers: false }));
-  });
-
-  afterAll(async () => {
-    for (const child of children) await kill(child);
-    await app?.close();
-    await stopRedis(redis);
-    removeServiceData(name);
   });
 
   async function worker(): Promise<Child> {

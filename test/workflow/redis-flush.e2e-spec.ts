@@ -2,7 +2,7 @@ import { INestApplication } from '@nestjs/common';
 import Redis from 'ioredis';
 import { WorkflowClient, WorkflowHandle } from '../../lib';
 import { waitUntil } from '../support/resilience';
-import { removeServiceData, startRedis, StartedRedis, stopRedis } from '../support/services';
+import { ownRedis } from '../support/own-redis';
 import { sql } from '../support/test-app';
 import { OrderWorkflow } from './fixtures/order.workflow';
 import { bootWorkflowApp, scenario } from './support';
@@ -12,18 +12,9 @@ jest.setTimeout(60_000); // real processes and servers; waits are bounded by the
 // SEMANTICS §2 line 28, on a dedicated Redis (FLUSHALL must not touch anyone else's data).
 describe('Redis flushed while 20 workflows are in flight', () => {
   const name = `wf-flush-${process.pid}`;
-  let redis: StartedRedis;
   let app: INestApplication;
   let client: WorkflowClient;
-
-  beforeAll(async () => {
-    redis = await startRedis(name);
-  });
-  afterAll(async () => {
-    await app?.close();
-    await stopRedis(redis);
-    removeServiceData(name);
-  });
+  const redis = ownRedis(name, () => app?.close());
 
   it('28: every workflow completes; no step that was checkpointed before the flush runs again', async () => {
     const s = scenario({ redisUrl: redis.url });

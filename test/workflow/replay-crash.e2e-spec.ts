@@ -2,7 +2,7 @@ import { INestApplication } from '@nestjs/common';
 import Redis from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { waitUntil } from '../support/resilience';
-import { removeServiceData, startRedis, StartedRedis, stopRedis } from '../support/services';
+import { ownRedis } from '../support/own-redis';
 import { sql } from '../support/test-app';
 import { expectOwnKeys, finishKeys } from './branch-keys';
 import { BranchesWorkflow, BranchProbe } from './fixtures/branches.workflow';
@@ -16,18 +16,11 @@ jest.setTimeout(60_000); // real processes and servers; waits are bounded by the
 describe('parallel branches replayed by another process after SIGKILL', () => {
   const name = `wf-branches-${process.pid}`;
   const items = ['x0', 'x1', 'x2'];
-  let redis: StartedRedis;
   const children: Child[] = [];
   const apps: INestApplication[] = [];
-
-  beforeAll(async () => {
-    redis = await startRedis(name);
-  });
-  afterAll(async () => {
+  const redis = ownRedis(name, async () => {
     for (const child of children) await kill(child);
     for (const app of apps) await app.close();
-    await stopRedis(redis);
-    removeServiceData(name);
   });
 
   async function crashMidFinishAndRecover(flush: boolean): Promise<void> {

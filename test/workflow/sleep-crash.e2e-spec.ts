@@ -2,7 +2,7 @@ import { INestApplication } from '@nestjs/common';
 import Redis from 'ioredis';
 import { WorkflowClient } from '../../lib';
 import { waitUntil } from '../support/resilience';
-import { removeServiceData, startRedis, StartedRedis, stopRedis } from '../support/services';
+import { ownRedis } from '../support/own-redis';
 import { sql } from '../support/test-app';
 import { InboxWorkflow, SleepyWorkflow, WAIT_WORKFLOWS } from './fixtures/waits.workflows';
 import { Child, kill, spawnWorker } from './processes';
@@ -51,16 +51,8 @@ describe('sleep() across a crash and a Redis loss', () => {
 
   describe('on a dedicated Redis', () => {
     const name = `wf-sleep-flush-${process.pid}`;
-    let redis: StartedRedis;
     let app: INestApplication | undefined;
-    beforeAll(async () => {
-      redis = await startRedis(name);
-    });
-    afterAll(async () => {
-      await app?.close();
-      await stopRedis(redis);
-      removeServiceData(name);
-    });
+    const redis = ownRedis(name, () => app?.close());
 
     it('Redis FLUSHALL during the sleep → the reconciler re-adds the wake-up from Postgres; it still wakes, no recovery counted', async () => {
       const s = scenario({ redisUrl: redis.url });

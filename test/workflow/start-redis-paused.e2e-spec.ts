@@ -1,7 +1,7 @@
 import { INestApplication } from '@nestjs/common';
 import Redis from 'ioredis';
 import { TaskClient, WorkflowClient } from '../../lib';
-import { removeServiceData, startRedis, StartedRedis, stopRedis } from '../support/services';
+import { ownRedis } from '../support/own-redis';
 import { sql } from '../support/test-app';
 import { ReceiptTasks } from '../task/fixtures/receipt.tasks';
 import { OrderWorkflow } from './fixtures/order.workflow';
@@ -16,14 +16,16 @@ const PAUSE_MS = 8_000;
 describe('WorkflowClient.start and TaskClient.enqueue while Redis is paused', () => {
   const name = `wf-paused-${process.pid}`;
   const s = { ...scenario(), redisUrl: '' };
-  let redis: StartedRedis;
   let app: INestApplication;
   let client: WorkflowClient;
   let tasks: TaskClient;
   let probe: Redis;
+  const redis = ownRedis(name, async () => {
+    probe?.disconnect();
+    await app?.close();
+  });
 
   beforeAll(async () => {
-    redis = await startRedis(name);
     s.redisUrl = redis.url;
     ({ app, client } = await bootWorkflowApp(s, [OrderWorkflow, ReceiptTasks]));
     tasks = app.get(TaskClient);
@@ -31,12 +33,6 @@ describe('WorkflowClient.start and TaskClient.enqueue while Redis is paused', ()
     // Every queue's connection is open before Redis pauses.
     await (await client.start(OrderWorkflow, { orderId: 'warm', steps: 1 }, { workflowId: 'warm' })).result({ timeout: '20s' });
     await (await tasks.enqueue(ReceiptTasks, 'sendReceipt', ['warm', 1], { taskId: 'receipt-warm' })).result({ timeout: '20s' });
-  });
-  afterAll(async () => {
-    probe?.disconnect();
-    await app?.close();
-    await stopRedis(redis);
-    removeServiceData(name);
   });
 
   it('both return their handle before Redis answers again (Postgres holds the execution); the jobs run once it does', async () => {

@@ -66,7 +66,7 @@ export class PostgresTransactions extends IdempotencyTransactions {
     const sql = this.sql();
     const waitsForHolder = waitMs > 0;
     // Without a wait for another claimer, its lock is only tried; any other lock wait is bounded like the pool's.
-    const lockTimeout = String(Math.max(1, Math.ceil(waitsForHolder ? waitMs : acquireWithinMs)));
+    const lockTimeout = lockTimeoutSetting(waitsForHolder ? waitMs : acquireWithinMs);
     const first: InlineStatement = {
       statement: sql.claimInTransaction,
       values: [request.scope, request.key, request.fingerprint, token, request.leaseMs, request.ttlMs, lockTimeout, '', String(request.leaseMs), waitsForHolder ? 1 : 0],
@@ -81,7 +81,7 @@ export class PostgresTransactions extends IdempotencyTransactions {
         before: `SET LOCAL lock_timeout = ${lockTimeout}`,
         after: 'SAVEPOINT idempotency_work',
         // Preparing the claim on a new connection locks the records table as well.
-        prepareLockTimeout: String(Math.max(1, Math.ceil(acquireWithinMs))),
+        prepareLockTimeout: lockTimeoutSetting(acquireWithinMs),
       });
     } catch (err) {
       // The records table stayed locked for as long as a connection may take (its PREPARE waited): nothing is claimed.
@@ -319,6 +319,11 @@ export class PostgresTransactions extends IdempotencyTransactions {
 interface SessionDefaults {
   isolation: string;
   lockTimeout: string;
+}
+
+/** A `lock_timeout` value for a wait of `ms`: whole milliseconds, at least 1 (0 would mean no bound). */
+function lockTimeoutSetting(ms: number): string {
+  return String(Math.max(1, Math.ceil(ms)));
 }
 
 /** lock_timeout expired while the claim waited for a lock. */

@@ -11,6 +11,7 @@ import { IdempotencyConnections } from '../storage/idempotency-connections';
 import { defaultAppName, derivedQueuePrefix, queuePrefixOf } from './queue-prefix';
 import type { StepCheckpoint } from './workflow.interfaces';
 import type { CheckpointedExecution } from './storage/workflow.store';
+import type { RunLock } from './step-job';
 
 /**
  * What a waiter hears about a job: its checkpoint (with the execution as the write saw it), handed over in this
@@ -233,7 +234,7 @@ export class WorkflowQueues {
   }
 
   /** Whether `lock.key` (a job's BullMQ lock) still holds `lock.token`; false when the read fails (BullMQ's connection waits for Redis while it is away). */
-  async lockHolds(queue: string, lock: { key: string; token: string }): Promise<boolean> {
+  async lockHolds(queue: string, lock: RunLock): Promise<boolean> {
     try {
       return (await (await this.rawClient(queue)).get(lock.key)) === lock.token;
     } catch {

@@ -149,8 +149,18 @@ describe.each([
     const gate = deferred();
     service.gate = gate.promise;
     const before = service.attempts;
+    // A call whose first claim lands after the failure released the key is a retry, and runs: the gate opens only
+    // once the four duplicates have each met the held key.
+    let metHeldKey = 0;
+    const begin = engine.begin.bind(engine);
+    const counting = jest.spyOn(engine, 'begin').mockImplementation(async (request) => {
+      const result = await begin(request);
+      if (result.kind === 'in_progress') metHeldKey++;
+      return result;
+    });
     const calls = Array.from({ length: 5 }, () => service.chargeOnce('w-1'));
-    await waitFor(() => Promise.resolve(service.attempts - before === 1));
+    await waitFor(() => Promise.resolve(service.attempts - before === 1 && metHeldKey >= 4));
+    counting.mockRestore();
     gate.resolve();
     const outcomes = await Promise.allSettled(calls);
     expect(outcomes.every((o) => o.status === 'rejected')).toBe(true);

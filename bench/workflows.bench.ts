@@ -155,10 +155,12 @@ async function ours(client: WorkflowClient, concurrency: number, workflows: numb
 async function insertSteps(client: WorkflowClient, transactional: boolean, workflows: number): Promise<Row> {
   const type = transactional ? TenTransactionalInserts : TenInserts;
   await keepInFlight(200, 100, async (i) => (await client.start(type, { n: -1 - i })).result()); // warm-up
+  const before = readCounts();
   const ms = await keepInFlight(workflows, 100, async (i) => (await client.start(type, { n: i })).result());
   return {
     label: `ours: 10-step workflows, each step inserts one row${transactional ? ', @Step({ transaction: true })' : ''}, 100 concurrent (${workflows} workflows)`,
     perSec: (workflows * STEPS) / (ms / 1000),
+    cost: perUnit(before, workflows * STEPS),
   };
 }
 

@@ -25,6 +25,9 @@ class Account {
   passwordHash = 'secret-hash';
 }
 
+/** Long enough for the retry to land well within the ttl after completion, however loaded the machine. */
+const SLOW_TTL_MS = 3000;
+
 @Controller('seams')
 class SeamsController {
   constructor(private readonly runs: Runs) {}
@@ -35,10 +38,11 @@ class SeamsController {
   }
 
   @Post('slow')
-  @Idempotent({ ttl: 1000 })
+  @Idempotent({ ttl: SLOW_TTL_MS })
   async slow() {
     const run = this.runs.inc('slow');
-    await sleep(1500); // longer than the route's ttl
+    // The key was claimed before this line: past this sleep, claim time + ttl has passed.
+    await sleep(SLOW_TTL_MS + 100);
     return { run };
   }
 

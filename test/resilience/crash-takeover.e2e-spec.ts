@@ -75,8 +75,9 @@ describe.each(ADAPTERS)('crash takeover of a process killed with SIGKILL (%s)', 
   let probe: Redis;
 
   beforeAll(async () => {
+    // A long lease: the dead holder's key must still be held when the test looks, however slow the machine is.
     ({ child, url: childUrl } = await CrashApp.start({
-      IDEM_SCHEMA: schema, IDEM_PREFIX: prefix, IDEM_LOCK_TIMEOUT: '2s', IDEM_ADAPTER: adapter,
+      IDEM_SCHEMA: schema, IDEM_PREFIX: prefix, IDEM_LOCK_TIMEOUT: '10s', IDEM_ADAPTER: adapter,
     }));
     // The second instance shares the schema and the Redis prefix; the child has applied the migrations.
     app = await createTestApp({ adapter, schema, controllers: [SecondInstanceController], options: { http: { lockTimeout: '2s' } } });
@@ -113,12 +114,12 @@ describe.each(ADAPTERS)('crash takeover of a process killed with SIGKILL (%s)', 
     expect(secondRuns).toBe(0);
 
     // Once the lease has passed (Postgres) and the dead holder's in-flight marker is gone (Redis),
-    // the next request takes the key over and runs.
+    // the next request takes the key over and runs. Nothing ends them but time: up to one lease (10 s).
     await waitUntil('the dead holder\'s lease passes', async () => {
       const [row] = await sql<{ passed: boolean }>(`SELECT locked_until <= now() AS passed FROM "${schema}".idempotency_records WHERE key = $1`, [key]);
       return row.passed;
-    }, { timeoutMs: 15_000 });
-    await waitUntil('the in-flight marker expires', async () => (await probe.exists(redisKeys(prefix, key).marker)) === 0, { timeoutMs: 15_000 });
+    }, { timeoutMs: 30_000 });
+    await waitUntil('the in-flight marker expires', async () => (await probe.exists(redisKeys(prefix, key).marker)) === 0, { timeoutMs: 30_000 });
 
     const takenOver = await request(url).post('/slow').set('Idempotency-Key', key).send(body);
     expect(takenOver.status).toBe(201);
@@ -134,7 +135,7 @@ describe.each(ADAPTERS)('crash takeover of a process killed with SIGKILL (%s)', 
     expect(secondRuns).toBe(1);
     const rows = await sql<{ status: string; attempts: number }>(`SELECT status, attempts FROM "${schema}".idempotency_records WHERE key = $1`, [key]);
     expect(rows).toEqual([{ status: 'completed', attempts: 2 }]);
-  }, 60_000);
+  }, 120_000);
 });
 
 let longRuns = 0;
@@ -160,7 +161,8 @@ describe.each(ADAPTERS)('lease extension (%s)', (adapter) => {
   let probe: Redis;
 
   beforeAll(async () => {
-    app = await createTestApp({ adapter, schema, controllers: [LongController], options: { http: { lockTimeout: '1s' } } });
+    // 3 s, renewed every second: the margin a loaded machine needs, still short enough to outlive a few times.
+    app = await createTestApp({ adapter, schema, controllers: [LongController], options: { http: { lockTimeout: '3s' } } });
     url = await listen(app);
     probe = new Redis(redisUrl());
   });
@@ -179,14 +181,22 @@ describe.each(ADAPTERS)('lease extension (%s)', (adapter) => {
     const original = request(url).post('/long').set('Idempotency-Key', key).send({}).then((r) => r);
     await waitUntil('the handler started', () => longStarted);
 
-    for (const elapsed of [1500, 1000]) {
-      await sleep(elapsed); // 1.5 s, then 2.5 s into a 1 s lease
+    // Twice: wait (on the database's clock) until the lease as last seen would have ended had nobody renewed it,
+    // then it must still be live. The first round is already past the lease the key was claimed with.
+    let [{ until }] = await sql<{ until: string }>(`SELECT locked_until::text AS until FROM "${schema}".idempotency_records WHERE key = $1`, [key]);
+    for (let round = 0; round < 2; round++) {
+      const seen = until;
+      await waitUntil('the lease last seen would have ended', async () => {
+        const [r] = await sql<{ passed: boolean }>(`SELECT now() > $1::timestamptz AS passed`, [seen]);
+        return r.passed;
+      }, { timeoutMs: 30_000, intervalMs: 100 });
       // Drop the Redis marker so that Postgres, not the cache, answers the duplicate.
       await probe.del(redisKeys(prefix, key).marker);
-      const [row] = await sql<{ live: boolean; attempts: number }>(
-        `SELECT locked_until > now() AS live, attempts FROM "${schema}".idempotency_records WHERE key = $1`, [key],
+      const [row] = await sql<{ live: boolean; attempts: number; until: string }>(
+        `SELECT locked_until > now() AS live, attempts, locked_until::text AS until FROM "${schema}".idempotency_records WHERE key = $1`, [key],
       );
-      expect(row).toEqual({ live: true, attempts: 1 });
+      expect({ live: row.live, attempts: row.attempts }).toEqual({ live: true, attempts: 1 });
+      until = row.until;
       const duplicate = await request(url).post('/long').set('Idempotency-Key', key).send({});
       expect(duplicate.status).toBe(409);
       expect(longRuns).toBe(1);
@@ -200,7 +210,7 @@ describe.each(ADAPTERS)('lease extension (%s)', (adapter) => {
     expect(replay.status).toBe(201);
     expect(replay.text).toBe(res.text);
     expect(longRuns).toBe(1);
-  }, 30_000);
+  }, 90_000);
 });
 
 describe('a duplicate refused while Redis had lost the marker (dead holder, Redis flushed mid-lease)', () => {
@@ -222,11 +232,13 @@ describe('a duplicate refused while Redis had lost the marker (dead holder, Redi
   });
 
   it('does not keep the key blocked after the holder\'s lease has passed (Postgres alone would hand it over)', async () => {
-    const request = { scope: 'http:', key: 'stale-marker', fingerprint: 'fp', leaseMs: 1500, ttlMs: 60_000 };
+    const request = { scope: 'http:', key: 'stale-marker', fingerprint: 'fp', leaseMs: 6000, ttlMs: 60_000 };
     const holder = await service.begin(request);
     expect(holder.kind).toBe('acquired');
     // The holder dies (no keepAlive). Midway through its lease Redis loses the in-flight marker (flush, restart, eviction).
-    await sleep(700);
+    // The pause is what the test measures against: a marker the duplicate below set for a whole lease of its own
+    // would outlive the holder's lease by (at least) this long. The lease leaves ample room after it.
+    await sleep(2000);
     await probe.del(redisKeys(prefix, request.key).marker);
     // A duplicate arrives: Postgres says in progress, so it is refused — correctly.
     const refused = await service.begin(request);
@@ -235,10 +247,12 @@ describe('a duplicate refused while Redis had lost the marker (dead holder, Redi
     await waitUntil('the dead holder\'s lease passes', async () => {
       const [row] = await sql<{ passed: boolean }>(`SELECT locked_until <= now() AS passed FROM "${schema}".idempotency_records WHERE key = $1`, [request.key]);
       return row.passed;
-    });
-    await sleep(100); // settle: Redis and Postgres expiry need not agree to the millisecond
+    }, { timeoutMs: 30_000 });
+    // Settle: Redis and Postgres expiry need not agree to the millisecond (under load, by a few hundred). Half the
+    // pause above, so that a marker outliving the lease by the whole pause would still be there.
+    await sleep(1000);
     // The key must now be claimable, as it would be from Postgres alone; a marker left by the refused duplicate must not block it.
     const next = await service.begin(request);
     expect(next.kind).toBe('acquired');
-  }, 20_000);
+  }, 60_000);
 });

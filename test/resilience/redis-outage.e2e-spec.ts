@@ -1,7 +1,7 @@
 import { Body, Controller, Headers, INestApplication, Post } from '@nestjs/common';
 import Redis from 'ioredis';
-import request from 'supertest';
-import { listen, redisKeys, sleep, waitUntil } from '../support/resilience';
+import request, { Response } from 'supertest';
+import { gate, listen, redisKeys, sleep, waitUntil } from '../support/resilience';
 import { removeServiceData, startRedis, StartedRedis, stopRedis } from '../support/services';
 import { ADAPTERS, createTestApp, sql, uniqueSchema } from '../support/test-app';
 
@@ -10,6 +10,8 @@ const runs = new Map<string, number>();
 const started = new Set<string>();
 /** How long the handler takes for a key (set by the test; not part of the request, so not of its fingerprint). */
 const delays = new Map<string, number>();
+/** Holds the next run of the handler for a key until the test opens it (set by the test, like `delays`; taken by one run). */
+const gates = new Map<string, Promise<void>>();
 
 @Controller()
 class OrdersController {
@@ -20,6 +22,9 @@ class OrdersController {
     started.add(key);
     const delay = delays.get(key);
     if (delay) await sleep(delay);
+    const held = gates.get(key);
+    gates.delete(key);
+    await held;
     return { key, item: body.item, run: n };
   }
 }
@@ -153,11 +158,19 @@ describe.each(ADAPTERS)('Redis stopped and restarted mid-run (%s)', (adapter) =>
 
   it('still runs once when Redis is flushed while the first request is in flight', async () => {
     const key = 'flushed-in-flight';
-    const original = post(key, 'flush', 800).then((r) => r);
-    await waitUntil('the handler started', () => started.has(k(key)));
-    expect(await probe.exists(redisKeys(prefix, k(key)).marker)).toBe(1);
-    await probe.flushall();
-    const duplicates = await Promise.all(Array.from({ length: 5 }, () => post(key, 'flush')));
+    // The original stays in flight until every duplicate has been answered.
+    const held = gate();
+    gates.set(k(key), held.promise);
+    const original = post(key, 'flush').then((r) => r);
+    let duplicates: Response[] = [];
+    try {
+      await waitUntil('the handler started', () => started.has(k(key)));
+      expect(await probe.exists(redisKeys(prefix, k(key)).marker)).toBe(1);
+      await probe.flushall();
+      duplicates = await Promise.all(Array.from({ length: 5 }, () => post(key, 'flush')));
+    } finally {
+      held.open();
+    }
     expect(duplicates.map((r) => r.status)).toEqual([409, 409, 409, 409, 409]);
     const res = await original;
     expect(res.status).toBe(201);

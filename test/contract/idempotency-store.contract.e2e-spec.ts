@@ -174,10 +174,12 @@ describe.each(IMPLEMENTATIONS)('IdempotencyStore contract: $name', (implementati
   });
 
   it('TTL counts from completion: a holder slower than its TTL still leaves an outcome to replay', async () => {
-    const req = fresh({ ttlMs: 600 });
+    // Long enough that the reads after the completion land within it on a loaded machine; the holder outlives it.
+    const ttlMs = 5_000;
+    const req = fresh({ ttlMs });
     const claim = claimOf(await s.service.begin(req));
     const claimedAt = Date.now();
-    await waitUntil('the claim is older than its TTL', () => Promise.resolve(Date.now() - claimedAt > 700 ? true : undefined));
+    await waitUntil('the claim is older than its TTL', () => Promise.resolve(Date.now() - claimedAt > ttlMs + 100 ? true : undefined), { intervalMs: 100 });
     await expect(s.service.complete(claim, 'slow')).resolves.toBe(true);
     const stored = await s.store.find(req.scope, req.key);
     expect(stored?.kind === 'completed' && stored.record.expiresAt).toBeGreaterThan(Date.now());

@@ -190,12 +190,27 @@ describe.each([
   });
 
   it('extends the lease of a long call, so a duplicate never takes it over while it runs', async () => {
-    const long = service.longJob('l1', 4500); // lockTimeout is 2s
-    await waitFor(async () => (await runs('long:l1')) === 1);
-    await new Promise((resolve) => setTimeout(resolve, 2500));
-    await expect(service.longJob('l1', 10)).rejects.toMatchObject({ name: 'DuplicateExecutionError', status: 'in_progress' });
-    await expect(long).resolves.toBe('done-l1');
-    expect(await runs('long:l1')).toBe(1);
+    // The call holds once its run is recorded until the test lets it go: still running when the duplicate comes,
+    // however slow the machine.
+    const held = deferred();
+    const record = service.recordRun.bind(service);
+    const holding = jest.spyOn(service, 'recordRun').mockImplementationOnce(async (label) => {
+      await record(label);
+      await held.promise;
+    });
+    try {
+      const long = service.longJob('l1', 0); // lockTimeout is 2s
+      await waitFor(async () => (await runs('long:l1')) === 1);
+      // Past the lease it was claimed with: only its renewal keeps the key.
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      await expect(service.longJob('l1', 10)).rejects.toMatchObject({ name: 'DuplicateExecutionError', status: 'in_progress' });
+      held.resolve();
+      await expect(long).resolves.toBe('done-l1');
+      expect(await runs('long:l1')).toBe(1);
+    } finally {
+      held.resolve();
+      holding.mockRestore();
+    }
   });
 
   it('IdempotencyService.run: keyed calls, with fingerprint mismatch refused', async () => {
@@ -218,23 +233,26 @@ describe.each([
       for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
     });
 
-    function startWorker(id: string, ms: number): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+    /** A worker process calling longJob(id, ms); with 'hold', its call holds the key once its run is recorded until release(). */
+    function startWorker(id: string, ms: number | 'hold'): { child: ChildProcess; output: () => string; exited: Promise<number | null>; release: () => void } {
       const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', join(__dirname, 'fixtures', 'guard-worker.ts'), id, String(ms)], {
         cwd: ROOT,
         env: { ...process.env, TEST_SCHEMA: schema, DATABASE_URL: databaseUrl(), REDIS_URL: redisUrl(), TS_NODE_PROJECT: join(ROOT, 'tsconfig.json') },
-        stdio: ['ignore', 'pipe', 'inherit'],
+        stdio: ['pipe', 'pipe', 'inherit'],
       });
       children.push(child);
       let out = '';
       child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      child.stdin?.on('error', () => undefined);
       const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-      return { child, output: () => out, exited };
+      return { child, output: () => out, exited, release: () => child.stdin?.end('release\n') };
     }
 
     it('two processes calling with the same key run it once', async () => {
-      const worker = startWorker('p1', 1500);
+      const worker = startWorker('p1', 'hold');
       await waitFor(async () => (await runs('long:p1')) === 1, 30_000);
       await expect(service.longJob('p1', 10)).rejects.toMatchObject({ name: 'DuplicateExecutionError', status: 'in_progress' });
+      worker.release();
       expect(await worker.exited).toBe(0);
       expect(worker.output()).toContain('result done-p1');
       expect(await service.longJob('p1', 10)).toBe('done-p1');

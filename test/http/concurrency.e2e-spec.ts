@@ -1,9 +1,11 @@
 // SEMANTICS §1 lines 11–12 (concurrent duplicates, wait mode) and 15 (TTL), with Redis and on Postgres alone.
 import { Body, Controller, Injectable, Post } from '@nestjs/common';
+import Redis from 'ioredis';
 import { Response } from 'supertest';
 import { Idempotent, IdempotencyModuleOptions } from '../../lib';
 import { expectProblem, Harness, Runs, sleep, startApp } from '../support/http-harness';
-import { ADAPTERS, sql } from '../support/test-app';
+import { redisKeys, waitUntil } from '../support/resilience';
+import { ADAPTERS, redisUrl, sql } from '../support/test-app';
 
 const N = 50;
 const HANDLER_MS = 200;
@@ -39,8 +41,9 @@ class PaymentController {
     return { run, amount: body.amount, at: Date.now() };
   }
 
+  /** Long enough that the replays before its end cannot miss it on a loaded machine; the test waits for its end. */
   @Post('short-lived')
-  @Idempotent({ ttl: '1s' })
+  @Idempotent({ ttl: '5s' })
   shortLived(@Body() body: unknown) {
     return { run: this.runs.inc('shortLived'), body };
   }
@@ -93,10 +96,16 @@ const STORES: [string, Partial<IdempotencyModuleOptions>][] = [
 describe.each(ADAPTERS)('concurrency and expiry (%s)', (adapter) => {
   describe.each(STORES)('%s', (_store, storeOptions) => {
     let h: Harness;
+    /** Reads the Redis cache, when the store has one. */
+    let probe: Redis | undefined;
     beforeAll(async () => {
       h = await startWithLedger(adapter, storeOptions);
+      if (storeOptions.redis !== false) probe = new Redis(redisUrl());
     });
-    afterAll(() => h.close());
+    afterAll(async () => {
+      probe?.disconnect();
+      await h.close();
+    });
 
     it(`${N} concurrent requests with one key: exactly one run; the rest replay or get 409 with Retry-After`, async () => {
       const key = 'storm-1';
@@ -143,7 +152,14 @@ describe.each(ADAPTERS)('concurrency and expiry (%s)', (adapter) => {
       expect(replay.headers['idempotent-replayed']).toBe('true');
       expect(h.runs('shortLived')).toBe(2);
 
-      await sleep(1300);
+      // The TTL runs out: both records are past their expiry in Postgres, and gone from the Redis cache.
+      await waitUntil('both records expired', async () => {
+        const [row] = await sql<{ expired: number }>(
+          `SELECT count(*) FILTER (WHERE expires_at <= now())::int AS expired FROM "${h.schema}".idempotency_records WHERE key IN ('ttl-same', 'ttl-other')`,
+        );
+        if (row.expired !== 2) return false;
+        return !probe || (await probe.exists(redisKeys(`idem-${h.schema}`, 'ttl-same').record, redisKeys(`idem-${h.schema}`, 'ttl-other').record)) === 0;
+      }, { intervalMs: 100 });
 
       const again = await h.http().post('/short-lived').set('Idempotency-Key', 'ttl-same').send({ v: 1 });
       expect(again.status).toBe(201);

@@ -13,7 +13,7 @@ let handlerRuns = 0;
 @Controller()
 class OrdersController {
   @Post('orders')
-  @Idempotent({ ttl: '300ms' })
+  @Idempotent({ ttl: '1h' })
   create(@Body() body: { n: number }) {
     handlerRuns++;
     return { run: handlerRuns, n: body.n };
@@ -23,7 +23,7 @@ class OrdersController {
 let methodRuns = 0;
 @Injectable()
 class Billing {
-  @IdempotentMethod({ ttl: '300ms' })
+  @IdempotentMethod({ ttl: '1h' })
   async bill(_id: string): Promise<number> {
     methodRuns++;
     return Promise.resolve(methodRuns);
@@ -137,13 +137,16 @@ describe('retention cleanup', () => {
   });
 
   it('lets an HTTP key and a method key be used again after cleanup', async () => {
+    const [{ last }] = await sql<{ last: string }>(`SELECT coalesce(max(id), 0)::text AS last FROM ${table}`);
     const first = await request(app.getHttpServer()).post('/orders').set('Idempotency-Key', 'reuse-me').send({ n: 1 });
     const replay = await request(app.getHttpServer()).post('/orders').set('Idempotency-Key', 'reuse-me').send({ n: 1 });
     expect(replay.text).toBe(first.text);
     const billing = app.get(Billing);
     const billed = await billing.bill('b-1');
     expect(await billing.bill('b-1')).toBe(billed);
-    await sleep(400);
+    // Their TTL (1h, so the replays above cannot miss it) runs out: both records, and only them, expire now.
+    const expired = await sql(`UPDATE ${table} SET expires_at = now() - interval '1 second' WHERE id > $1 RETURNING id`, [last]);
+    expect(expired).toHaveLength(2);
     const report = await retention.cleanup();
     expect(report?.records).toBeGreaterThanOrEqual(2);
     expect(await sql(`SELECT key FROM ${table} WHERE key = 'reuse-me'`)).toEqual([]);

@@ -1,13 +1,16 @@
 import { INestApplication } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RetentionService, Step, Workflow, WorkflowClient, WorkflowFailedError, WorkflowNotFoundError, WorkflowStore } from '../../lib';
-import { waitUntil } from '../support/resilience';
+import { gate, waitUntil } from '../support/resilience';
 import { sql } from '../support/test-app';
-import { OrderWorkflow } from '../workflow/fixtures/order.workflow';
+import { BranchesWorkflow, BranchProbe } from '../workflow/fixtures/branches.workflow';
 import { Child, kill, spawnWorker } from '../workflow/processes';
 import { bootWorkflowApp, scenario } from '../workflow/support';
 
 jest.setTimeout(60_000); // real processes and servers; waits are bounded by the assertions' own timeouts
+
+/** Holds every `double` step until the test opens it (once the waiters it needs are registered). */
+let hold = gate();
 
 @Workflow({ name: 'ephemeral', retention: '0' })
 class EphemeralWorkflow {
@@ -19,10 +22,19 @@ class EphemeralWorkflow {
 
   @Step()
   async double(n: number): Promise<number> {
-    await sleep(20 + (n % 5) * 15);
+    await hold.promise;
+    await sleep(20 + (n % 5) * 15); // released together, they still finish at different times
     return n * 2;
   }
 }
+
+/** How many of the executions have at least one registered result() waiter. */
+const watched = async (schema: string, ids: string[]) =>
+  (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".workflow_executions WHERE id = ANY($1::uuid[]) AND result_waiters > 0`, [ids]))[0].n;
+
+/** The result() waiters registered on one execution. */
+const waiters = async (schema: string, id: string) =>
+  (await sql<{ n: number }>(`SELECT result_waiters AS n FROM "${schema}".workflow_executions WHERE id = $1`, [id]))[0]?.n;
 
 const remaining = async (schema: string, ids: string[]) =>
   (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".workflow_executions WHERE id = ANY($1::uuid[])`, [ids]))[0].n;
@@ -39,22 +51,32 @@ describe('retention "0" and result() waiters', () => {
       ({ app, client } = await bootWorkflowApp(s, [EphemeralWorkflow], { concurrency: 20 }));
     });
     afterAll(async () => {
+      hold.open(); // a failed test leaves no step held across the close
       await app?.close();
     });
 
     it('20 executions, result() called on each while it runs: every call gets its outcome, then the rows are gone', async () => {
+      hold = gate();
       const handles = await Promise.all(Array.from({ length: 20 }, (_, n) => client.start(EphemeralWorkflow, { n }, { workflowId: `eph-${n}` })));
-      const outcomes = await Promise.all(handles.map((h) => h.result({ timeout: '30s' }).catch((err: Error) => err.name)));
-      expect(outcomes).toEqual(Array.from({ length: 20 }, (_, n) => n * 2));
       const ids = handles.map((h) => h.executionId);
+      const pending = Promise.all(handles.map((h) => h.result({ timeout: '30s' }).catch((err: Error) => err.name)));
+      // The executions finish only once every result() call is registered as a waiter (none ends unwatched).
+      await waitUntil('every execution has its waiter', async () => (await watched(s.schema, ids)) === 20);
+      hold.open();
+      const outcomes = await pending;
+      expect(outcomes).toEqual(Array.from({ length: 20 }, (_, n) => n * 2));
       await waitUntil('removed after the waiters read them', async () => (await remaining(s.schema, ids)) === 0);
       // Afterwards the execution is gone: a new result() call cannot find it.
       await expect(handles[0].result()).rejects.toBeInstanceOf(WorkflowNotFoundError);
     });
 
     it('several waiters on one execution, and a failure: each waiter gets the outcome', async () => {
+      hold = gate();
       const handle = await client.start(EphemeralWorkflow, { n: 4, fail: true }, { workflowId: 'eph-fail' });
-      const outcomes = await Promise.all([1, 2, 3].map(() => handle.result({ timeout: '30s' }).catch((err: unknown) => err)));
+      const pending = Promise.all([1, 2, 3].map(() => handle.result({ timeout: '30s' }).catch((err: unknown) => err)));
+      await waitUntil('all three waiters registered', async () => (await waiters(s.schema, handle.executionId)) === 3);
+      hold.open();
+      const outcomes = await pending;
       for (const outcome of outcomes) {
         expect(outcome).toBeInstanceOf(WorkflowFailedError);
         expect((outcome as WorkflowFailedError).error.message).toBe('refused 4');
@@ -72,13 +94,16 @@ describe('retention "0" and result() waiters', () => {
       ({ app, client } = await bootWorkflowApp(s, [EphemeralWorkflow], {}, { retention: { cleanupInterval: false } }));
     });
     afterAll(async () => {
+      hold.open(); // a failed test leaves no step held across the close
       await app?.close();
     });
 
     it('keeps the execution for its waiter, and cleanup removes it an hour after it finished', async () => {
+      hold = gate();
       const handle = await client.start(EphemeralWorkflow, { n: 7 }, { workflowId: 'eph-orphan' });
       // A waiter registers and its process dies before reading: the count is never given back.
       expect((await app.get(WorkflowStore).watch(handle.executionId))?.watching).toBe(true);
+      hold.open(); // only now may it finish: the waiter registered while it ran
       await waitUntil('finished', async () => (await handle.status()) === 'completed');
       const retention = app.get(RetentionService);
       await retention.cleanup();
@@ -97,7 +122,7 @@ describe('retention "0" and result() waiters', () => {
 
     beforeAll(async () => {
       // This process only starts and waits (it polls: no worker here); the child runs the workflows.
-      ({ app, client } = await bootWorkflowApp(s, [OrderWorkflow], { workers: false }, { retention: { workflows: '0', cleanupInterval: false } }));
+      ({ app, client } = await bootWorkflowApp(s, [BranchesWorkflow, BranchProbe], { workers: false }, { retention: { workflows: '0', cleanupInterval: false } }));
       worker = spawnWorker(s, { WF_RETENTION: '0' });
       await worker.line('READY');
     });
@@ -107,12 +132,18 @@ describe('retention "0" and result() waiters', () => {
     });
 
     it('every waiting result() gets its outcome, then the rows are gone', async () => {
+      // Each run holds in its `finish` step until the test writes a 'release' row for its workflow id.
       const handles = await Promise.all(
-        Array.from({ length: 10 }, (_, i) => client.start(OrderWorkflow, { orderId: `x${i}`, sleepMs: 100, steps: 2 }, { workflowId: `eph-x${i}` })),
+        Array.from({ length: 10 }, (_, i) => client.start(BranchesWorkflow, { items: [`x${i}`], holdFinish: true }, { workflowId: `eph-x${i}` })),
       );
-      const outcomes = await Promise.all(handles.map((h) => h.result({ timeout: '30s' }).then((r) => r.orderId, (err: Error) => err.name)));
-      expect(outcomes).toEqual(Array.from({ length: 10 }, (_, i) => `x${i}`));
       const ids = handles.map((h) => h.executionId);
+      const pending = Promise.all(handles.map((h) => h.result({ timeout: '30s' }).catch((err: Error) => err.name)));
+      await waitUntil('every execution has its waiter', async () => (await watched(s.schema, ids)) === 10);
+      await sql(`INSERT INTO "${s.schema}".step_runs (workflow_id, step, phase, pid) SELECT id, 'release', 'done', 0 FROM unnest($1::text[]) id`, [
+        handles.map((h) => h.workflowId),
+      ]);
+      const outcomes = await pending;
+      expect(outcomes).toEqual(Array.from({ length: 10 }, (_, i) => [`B(A(x${i}))`]));
       await waitUntil('removed after the waiters read them', async () => (await remaining(s.schema, ids)) === 0);
     });
   });

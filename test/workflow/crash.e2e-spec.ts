@@ -32,15 +32,36 @@ describe('worker process killed with SIGKILL', () => {
       [workflowId],
     );
 
+  // A trigger on the test's own run log: while it exists, the process `pid` cannot record step work-1 as done.
+  const holdWork1 = async (workflowId: string, pid: number) => {
+    await sql(`CREATE OR REPLACE FUNCTION "${s.schema}".hold_work_1() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.workflow_id = '${workflowId}' AND NEW.step = 'work-1' AND NEW.phase = 'done' AND NEW.pid = ${pid} THEN
+          RAISE EXCEPTION 'work-1 is held by the test';
+        END IF;
+        RETURN NEW;
+      END $$`);
+    await sql(`DROP TRIGGER IF EXISTS hold_work_1 ON "${s.schema}".step_runs`);
+    await sql(`CREATE TRIGGER hold_work_1 BEFORE INSERT ON "${s.schema}".step_runs FOR EACH ROW EXECUTE FUNCTION "${s.schema}".hold_work_1()`);
+  };
+  const releaseWork1 = async () => {
+    await sql(`DROP TRIGGER hold_work_1 ON "${s.schema}".step_runs`);
+    await sql(`DROP FUNCTION "${s.schema}".hold_work_1()`);
+  };
+
   it('27: killed mid-step → completes after a restart; completed steps ran once, the interrupted one again', async () => {
     const first = spawnWorker(s);
     children.push(first);
     await first.line('READY');
-    const handle = await client.start(OrderWorkflow, { orderId: 'kill-1', sleepMs: 1500, steps: 3 }, { workflowId: 'kill-1' });
+    // Holds step 1 mid-way in the first worker: its body cannot record 'done' (the run log refuses the row, and the
+    // fixture's RunLog.record keeps retrying) until the hold is lifted — so the kill surely lands mid-step.
+    await holdWork1('kill-1', first.proc.pid!);
+    const handle = await client.start(OrderWorkflow, { orderId: 'kill-1', sleepMs: 200, steps: 3 }, { workflowId: 'kill-1' });
     // Wait until step 0 is checkpointed and step 1 has started (is mid-way), then kill the worker.
     await waitUntil('step 1 started', async () => (await runs('kill-1')).some((r) => r.step === 'work-1' && r.phase === 'start'), { timeoutMs: 30_000 });
     expect((await client.steps(handle.executionId)).map((c) => c.position)).toEqual([0]);
     await kill(first);
+    await releaseWork1();
     const second = spawnWorker(s);
     children.push(second);
     await second.line('READY');

@@ -10,6 +10,9 @@ import { bootWorkflowApp, scenario } from './support';
 
 jest.setTimeout(60_000); // real processes and servers; waits are bounded by the assertions' own timeouts
 
+/** The schema of the suite's scenario (the shapes workflow's slow step reads its siblings' checkpoints there). */
+let stepsSchema = '';
+
 const attemptsSeen = new Map<string, { attempt: number; key: string }[]>();
 
 @Workflow({ name: 'shapes' })
@@ -17,17 +20,30 @@ class ShapesWorkflow {
   constructor(private readonly log: RunLog) {}
 
   async run(input: { slow: string }): Promise<unknown> {
-    // Promise.all: positions follow call order (0, 1, 2), not completion order.
-    const parallel = await Promise.all(['x', 'y', 'z'].map((v) => this.echo(v, v === input.slow ? 300 : 0)));
+    // Promise.all: positions follow call order (0, 1, 2), not completion order. The slow one finishes last: it
+    // waits until the other two are checkpointed.
+    const values = ['x', 'y', 'z'];
+    const parallel = await Promise.all(values.map((v) => this.echo(v, v === input.slow ? values.filter((o) => o !== v) : [])));
     const looped: string[] = [];
-    for (let i = 0; i < 3; i++) looped.push(await this.echo(`loop-${i}`, 0));
+    for (let i = 0; i < 3; i++) looped.push(await this.echo(`loop-${i}`, []));
     return { parallel, looped };
   }
 
+  /** Returns `value` once the echo steps that returned `after` are checkpointed. */
   @Step()
-  async echo(value: string, delayMs: number): Promise<string> {
-    await new Promise((resolve) => setTimeout(resolve, delayMs));
-    await this.log.record(currentStep().workflowId, `echo-${value}`);
+  async echo(value: string, after: string[]): Promise<string> {
+    const { executionId, workflowId } = currentStep();
+    if (after.length > 0) {
+      await waitUntil(`${after.join(', ')} checkpointed`, async () => {
+        const [{ n }] = await sql<{ n: number }>(
+          `SELECT count(*)::int AS n FROM "${stepsSchema}".workflow_steps
+            WHERE execution_id = $1 AND name = 'echo' AND status = 'completed' AND result #>> '{}' = ANY($2::text[])`,
+          [executionId, after],
+        );
+        return n === after.length;
+      });
+    }
+    await this.log.record(workflowId, `echo-${value}`);
     return value;
   }
 }
@@ -143,6 +159,7 @@ class EvolvingV2 {
 // SEMANTICS §2 lines 23–26.
 describe('steps', () => {
   const s = scenario();
+  stepsSchema = s.schema;
   let app: INestApplication;
   let client: WorkflowClient;
 
@@ -178,7 +195,7 @@ describe('steps', () => {
     await handle.result({ timeout: '20s' });
     const queue = new Queue('steps', { connection: { url: s.redisUrl }, prefix: s.prefix });
     try {
-      const data = { executionId: handle.executionId, workflowId: handle.workflowId, workflowName: 'shapes', owner: 'shapes', step: 'echo', position: 0, args: ['x', 0] };
+      const data = { executionId: handle.executionId, workflowId: handle.workflowId, workflowName: 'shapes', owner: 'shapes', step: 'echo', position: 0, args: ['x', []] };
       // Listen before adding: the worker may finish the job before a later listener would hear of it.
       const events = new QueueEvents('steps', { connection: { url: s.redisUrl }, prefix: s.prefix });
       await events.waitUntilReady();
@@ -200,6 +217,7 @@ describe('steps', () => {
     const checkpoints = await client.steps(handle.executionId);
     expect(checkpoints.map((c) => c.result)).toEqual(['x', 'y', 'z', 'loop-0', 'loop-1', 'loop-2']);
     // x was the slowest: it finished last but keeps position 0.
+    expect(checkpoints[0].completedAt.getTime()).toBeGreaterThanOrEqual(checkpoints[1].completedAt.getTime());
     expect(checkpoints[0].completedAt.getTime()).toBeGreaterThanOrEqual(checkpoints[2].completedAt.getTime());
   });
 

@@ -1,5 +1,6 @@
 import { INestApplication } from '@nestjs/common';
 import { recv, setEvent, sleep, Step, Workflow, WorkflowClient, WorkflowFailedError } from '../../lib';
+import { makeSleepDue } from '../support/make-sleep-due';
 import { waitUntil } from '../support/resilience';
 import { sql } from '../support/test-app';
 import { bootWorkflowApp, scenario } from './support';
@@ -13,7 +14,7 @@ const deployed = { version: 1 };
 class ChangingWaitsWorkflow {
   async run(): Promise<string> {
     await setEvent('phase', 'started');
-    if (deployed.version === 1) await sleep(1500);
+    if (deployed.version === 1) await sleep('1h'); // the test makes it due once the new code is in place
     else if (deployed.version === 2) await recv('late');
     else await this.instead();
     return 'done';
@@ -47,6 +48,7 @@ describe('durable calls and determinism', () => {
     await waitUntil('the execution sleeps', async () =>
       (await sql(`SELECT 1 FROM "${s.schema}".workflow_executions WHERE workflow_id = $1 AND status = 'pending' AND suspended_until IS NOT NULL`, [`changing-${version}`])).length > 0);
     deployed.version = version; // "deploy" other code while it sleeps
+    await makeSleepDue(s.schema, `changing-${version}`); // then its wake-up comes: the replay runs the new code
     const failure = await handle.result({ timeout: '20s' }).catch((err: unknown) => err);
     expect(failure).toBeInstanceOf(WorkflowFailedError);
     expect((failure as WorkflowFailedError).error).toMatchObject({ name: 'DeterminismError', code: 'WORKFLOW_NONDETERMINISTIC' });

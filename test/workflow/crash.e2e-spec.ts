@@ -107,8 +107,10 @@ describe('worker process killed with SIGKILL', () => {
     expect((thrown as RecoveryAttemptsExhaustedError).code).toBe('RECOVERY_ATTEMPTS_EXHAUSTED');
     expect(execution.recoveryAttempts).toBeGreaterThan(2);
     const starts = await runs('loop-1');
-    // Bounded: the step ran at most maxRecoveryAttempts + 1 times (+1 for BullMQ's own stalled retry).
-    expect(starts[0].n).toBeLessThanOrEqual(4);
+    // Bounded: each run of the workflow (the first and its 2 recoveries) adds the step's job at most once, and BullMQ
+    // restarts a job that stalled at most once (a step worker's maxStalledCount is 1) — possibly before the workflow's
+    // next run counts a recovery, depending on which of the two stalled jobs a new worker picks up first.
+    expect(starts[0].n).toBeLessThanOrEqual(2 * (2 + 1));
     expect(restarts).toBeLessThan(12);
   }, 150_000);
 });

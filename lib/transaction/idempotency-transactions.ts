@@ -10,8 +10,6 @@ import type { TransactionIsolation } from './transaction-options';
 export interface OpenTransaction {
   /** What `currentTransaction()` returns inside it. */
   readonly manager: EntityManager;
-  /** A savepoint inside another transaction of the library: nothing is durable before that one commits. */
-  readonly nested: boolean;
   /** Runs a statement in the transaction and returns its rows. */
   query<R>(text: string, values: unknown[]): Promise<R[]>;
   /**

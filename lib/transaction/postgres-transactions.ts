@@ -278,7 +278,6 @@ export class PostgresTransactions extends IdempotencyTransactions {
     };
     return {
       manager: runner.manager,
-      nested: !owned,
       query: rows,
       async completeAndCommit(claim: Claim, result: unknown, undoWork: boolean): Promise<CompletedRecord | null> {
         let found: QueryResultRow[][];

@@ -2,6 +2,7 @@ import { IdempotencyConfigError } from '../errors/idempotency-config.error';
 import { Idempotent } from '../http/idempotent.decorator';
 import { IdempotentMethod } from '../guard/idempotent-method.decorator';
 import { checkStepOptions, checkWorkflowOptions } from '../workflow/workflow-definition.validator';
+import { appliedToPaymentsPay } from '../../test/support/applied-method-decorator';
 import { nearestKey } from './known-keys';
 import { resolveOptions } from './validate-options';
 
@@ -63,25 +64,17 @@ describe('unknown option keys (issue 7 item 13)', () => {
     expect(problems).toEqual([expect.stringMatching(/^postgres\.url: give either url or dataSource/), expect.stringMatching(/^postgres\.poolSize: has no effect with dataSource/)]);
   });
 
-  /** Applies a method decorator to Payments.pay, as loading a class that carries it does. */
-  const onPaymentsPay = (decorator: MethodDecorator) => () => {
-    class Payments {
-      pay(): void {}
-    }
-    decorator(Payments.prototype, 'pay', Object.getOwnPropertyDescriptor(Payments.prototype, 'pay')!);
-  };
-
   it('@Idempotent() refuses an unknown key when the class is loaded, naming the route or controller', () => {
-    expect(problemsOf(onPaymentsPay(Idempotent({ tll: '1h' } as never)))).toEqual([expect.stringMatching(/^@Idempotent\(\) on Payments\.pay: tll: unknown option; did you mean ttl\?/)]);
-    expect(problemsOf(onPaymentsPay(Idempotent({ failOpen: true } as never)))).toEqual([expect.stringContaining('failOpen: unknown option')]);
+    expect(problemsOf(appliedToPaymentsPay(Idempotent({ tll: '1h' } as never)))).toEqual([expect.stringMatching(/^@Idempotent\(\) on Payments\.pay: tll: unknown option; did you mean ttl\?/)]);
+    expect(problemsOf(appliedToPaymentsPay(Idempotent({ failOpen: true } as never)))).toEqual([expect.stringContaining('failOpen: unknown option')]);
     class Orders {}
     expect(problemsOf(() => Idempotent({ tll: '1h' } as never)(Orders))).toEqual([expect.stringMatching(/^@Idempotent\(\) on Orders: tll: unknown option/)]);
-    expect(onPaymentsPay(Idempotent({ ttl: '1h' }))).not.toThrow();
+    expect(appliedToPaymentsPay(Idempotent({ ttl: '1h' }))).not.toThrow();
   });
 
   it('@IdempotentMethod() refuses an unknown key when the class is loaded, naming the class and method', () => {
-    expect(problemsOf(onPaymentsPay(IdempotentMethod({ onDuplicates: 'raise' } as never)))).toEqual([expect.stringMatching(/^@IdempotentMethod\(\) on Payments\.pay: onDuplicates: unknown option; did you mean onDuplicate\?/)]);
-    expect(onPaymentsPay(IdempotentMethod({ ttl: '1h', lockTimeout: '5s', waitTimeout: '1s', onDuplicate: 'wait', onFailure: 'lock', key: () => 'k', scope: 's' }))).not.toThrow();
+    expect(problemsOf(appliedToPaymentsPay(IdempotentMethod({ onDuplicates: 'raise' } as never)))).toEqual([expect.stringMatching(/^@IdempotentMethod\(\) on Payments\.pay: onDuplicates: unknown option; did you mean onDuplicate\?/)]);
+    expect(appliedToPaymentsPay(IdempotentMethod({ ttl: '1h', lockTimeout: '5s', waitTimeout: '1s', onDuplicate: 'wait', onFailure: 'lock', key: () => 'k', scope: 's' }))).not.toThrow();
   });
 
   it('@Workflow() and @Step() name the nearest valid key', () => {

@@ -9,6 +9,7 @@ import { IsInt, IsPositive } from 'class-validator';
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { Idempotent, IdempotencyConfigError, IdempotencyService, IdempotentMethod, InboxService, StoredFailureError } from '../../lib';
+import { countHeldKeyAnswers } from '../support/held-key-answers';
 import { Runs } from '../support/http-harness';
 import { sleep } from '../support/resilience';
 import { APP_IMPLEMENTATIONS, appForSuite } from './app-implementations';
@@ -156,23 +157,17 @@ describe.each(APP_IMPLEMENTATIONS)('seams contract: $name', (implementation) => 
     const engine = running().app.get(IdempotencyService);
     const key = randomUUID();
     let started = false;
-    let waiterMetHeldKey = false;
-    const begin = engine.begin.bind(engine);
-    const watching = jest.spyOn(engine, 'begin').mockImplementation(async (claim) => {
-      const result = await begin(claim);
-      if (result.kind === 'in_progress') waiterMetHeldKey = true;
-      return result;
-    });
+    const heldAnswers = countHeldKeyAnswers(engine);
     // the first run fails only once the waiter waits for it (a call arriving after the failure is a retry, and runs)
     const first = engine.run(key, async () => {
       started = true;
-      while (!waiterMetHeldKey) await sleep(5);
+      while (heldAnswers.count() === 0) await sleep(5);
       throw new Error('card declined');
     }).catch((err: Error) => err.message);
     while (!started) await sleep(5);
     const waiter = engine.run(key, () => 'ran', { onDuplicate: 'wait' }).catch((err: unknown) => err);
-    while (!waiterMetHeldKey) await sleep(5);
-    watching.mockRestore();
+    while (heldAnswers.count() === 0) await sleep(5);
+    heldAnswers.stop();
     expect(await first).toBe('card declined');
     expect(await waiter).toBeInstanceOf(StoredFailureError);
     expect(await engine.run(key, () => 'ran')).toBe('ran');

@@ -9,6 +9,7 @@ import {
 import { databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
 import { AUDITED, InvoiceService } from './fixtures/invoices';
 import { appliedTo } from '../support/applied-method-decorator';
+import { countHeldKeyAnswers } from '../support/held-key-answers';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -151,16 +152,10 @@ describe.each([
     const before = service.attempts;
     // A call whose first claim lands after the failure released the key is a retry, and runs: the gate opens only
     // once the four duplicates have each met the held key.
-    let metHeldKey = 0;
-    const begin = engine.begin.bind(engine);
-    const counting = jest.spyOn(engine, 'begin').mockImplementation(async (request) => {
-      const result = await begin(request);
-      if (result.kind === 'in_progress') metHeldKey++;
-      return result;
-    });
+    const heldAnswers = countHeldKeyAnswers(engine);
     const calls = Array.from({ length: 5 }, () => service.chargeOnce('w-1'));
-    await waitFor(() => Promise.resolve(service.attempts - before === 1 && metHeldKey >= 4));
-    counting.mockRestore();
+    await waitFor(() => Promise.resolve(service.attempts - before === 1 && heldAnswers.count() >= 4));
+    heldAnswers.stop();
     gate.resolve();
     const outcomes = await Promise.allSettled(calls);
     expect(outcomes.every((o) => o.status === 'rejected')).toBe(true);

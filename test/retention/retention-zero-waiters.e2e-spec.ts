@@ -28,16 +28,17 @@ class EphemeralWorkflow {
   }
 }
 
-/** How many of the executions have at least one registered result() waiter. */
-const watched = async (schema: string, ids: string[]) =>
-  (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".workflow_executions WHERE id = ANY($1::uuid[]) AND result_waiters > 0`, [ids]))[0].n;
 
 /** The result() waiters registered on one execution. */
 const waiters = async (schema: string, id: string) =>
   (await sql<{ n: number }>(`SELECT result_waiters AS n FROM "${schema}".workflow_executions WHERE id = $1`, [id]))[0]?.n;
 
-const remaining = async (schema: string, ids: string[]) =>
-  (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".workflow_executions WHERE id = ANY($1::uuid[])`, [ids]))[0].n;
+/** How many of the executions are still stored (and match `where`). */
+const remaining = async (schema: string, ids: string[], where = 'true') =>
+  (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".workflow_executions WHERE id = ANY($1::uuid[]) AND ${where}`, [ids]))[0].n;
+
+/** How many of the executions have at least one registered result() waiter. */
+const watched = (schema: string, ids: string[]) => remaining(schema, ids, 'result_waiters > 0');
 
 // Issue 16 item 5: retention "0" removes a finished execution only once every result() call that was waiting for
 // it has read its outcome; a result() call made after that gets WorkflowNotFoundError.

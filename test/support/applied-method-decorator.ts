@@ -1,11 +1,16 @@
 import { IdempotentMethod, IdempotentMethodOptions } from '../../lib';
 
-/** Applies `@IdempotentMethod(options)` to `Payments.pay`, as loading a class that carries it does. */
-export function appliedTo(options: IdempotentMethodOptions): () => void {
+/** Applies `decorator` to `Payments.pay`, as loading a class that carries it does. */
+export function appliedToPaymentsPay(decorator: MethodDecorator): () => void {
   return () => {
     class Payments {
       pay(): void {}
     }
-    IdempotentMethod(options)(Payments.prototype, 'pay', Object.getOwnPropertyDescriptor(Payments.prototype, 'pay')!);
+    decorator(Payments.prototype, 'pay', Object.getOwnPropertyDescriptor(Payments.prototype, 'pay')!);
   };
+}
+
+/** Applies `@IdempotentMethod(options)` to `Payments.pay`, as loading a class that carries it does. */
+export function appliedTo(options: IdempotentMethodOptions): () => void {
+  return appliedToPaymentsPay(IdempotentMethod(options));
 }

@@ -11,8 +11,7 @@ import {
 import { IdempotencyConnections } from '../../lib/storage/idempotency-connections';
 import { IdempotencyCache } from '../../lib/storage/idempotency.cache';
 import { activeTransaction } from '../../lib/transaction/current-transaction';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { gate, waitUntil } from '../support/resilience';
+import { gate, sleep, waitUntil } from '../support/resilience';
 import { databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
 import { LedgerService } from './fixtures/ledger';
 import { appliedTo } from '../support/applied-method-decorator';

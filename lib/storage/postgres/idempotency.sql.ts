@@ -38,6 +38,8 @@ interface Statement {
 /** The hot-path statements, named so that pg prepares each once per connection. */
 export interface IdempotencySql {
   claim: Statement;
+  claimBatch: Statement;
+  completeBatch: Statement;
   claimInTransaction: Statement;
   complete: Statement;
   completeInTransaction: Statement;
@@ -83,6 +85,53 @@ function claimStatement(table: string, variant: ClaimVariant = { ctes: '', sourc
       SELECT id, outcome, fingerprint, result, locked_until, expires_at, NULL::boolean AS taken_over, NULL AS extra FROM live${otherOutcome}`;
 }
 
+/**
+ * How long a batch statement waits for a row lock before it gives up (and its rows go on their own): a row of one
+ * request, held by another transaction (a transactional claim of the same key, a takeover), must not hold up the
+ * requests it happens to share a statement with.
+ */
+export const BATCH_LOCK_TIMEOUT_MS = 100;
+
+/** The batch statements' init plan: it bounds their lock waits, for the statement's own implicit transaction. */
+const BOUND_BATCH_LOCK_WAITS = `set_config('lock_timeout', '${BATCH_LOCK_TIMEOUT_MS}', true) IS NOT NULL`;
+
+/**
+ * The claim statement for several keys at once (distinct scope and key each), in one round trip and one commit:
+ * each row of the result names its request by `n`, its position (from 1). A request without a row lost a race
+ * against a row newer than the snapshot: the caller claims it again on its own. Rows are inserted in key order, so
+ * two batches with the same keys wait for each other in the same order, never in a cycle.
+ */
+function claimBatchStatement(table: string): string {
+  const ms = (param: string) => `(${param}::bigint * interval '1 millisecond')`;
+  return `
+      WITH guard AS MATERIALIZED (SELECT ${BOUND_BATCH_LOCK_WAITS} AS ok), req AS MATERIALIZED (
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::uuid[], $5::bigint[], $6::bigint[])
+          WITH ORDINALITY AS q(p_scope, p_key, p_fingerprint, p_token, p_lease, p_ttl, n)
+      ), live AS (
+        SELECT q.n, r.id, r.status AS outcome, r.fingerprint, r.result, r.locked_until, r.expires_at
+          FROM req q JOIN ${table} r ON r.scope = q.p_scope AND r.key = q.p_key
+         WHERE ${ACTIVE_PREDICATE} AND ${LIVE_PREDICATE('q.p_fingerprint')}
+      ), taken AS (
+        INSERT INTO ${table} AS r (scope, key, fingerprint, status, lease_token, locked_until, expires_at)
+        SELECT q.p_scope, q.p_key, q.p_fingerprint, 'in_progress', q.p_token, now() + ${ms('q.p_lease')}, now() + ${ms('q.p_ttl')}
+          FROM req q
+         WHERE NOT EXISTS (SELECT 1 FROM live l WHERE l.n = q.n) AND (SELECT ok FROM guard)
+         ORDER BY q.p_scope, q.p_key
+        ON CONFLICT (scope, key) WHERE ${ACTIVE_PREDICATE}
+        DO UPDATE SET fingerprint = EXCLUDED.fingerprint, status = 'in_progress', lease_token = EXCLUDED.lease_token,
+          locked_until = EXCLUDED.locked_until, expires_at = EXCLUDED.expires_at, result = NULL, error = NULL,
+          attempts = r.attempts + 1, created_at = now(), completed_at = NULL
+        WHERE NOT (r.status = 'in_progress' AND r.locked_until > now())
+          AND (r.expires_at <= now() OR (r.status = 'in_progress' AND r.fingerprint = EXCLUDED.fingerprint))
+        RETURNING r.id, r.attempts, r.lease_token
+      )
+      SELECT q.n, t.id, 'acquired' AS outcome, NULL AS fingerprint, NULL::jsonb AS result, NULL::timestamptz AS locked_until,
+             NULL::timestamptz AS expires_at, t.attempts > 1 AS taken_over
+        FROM taken t JOIN req q ON q.p_token = t.lease_token
+      UNION ALL
+      SELECT n, id, outcome, fingerprint, result, locked_until, expires_at, NULL::boolean AS taken_over FROM live`;
+}
+
 interface ClaimVariant {
   ctes: string;
   sourceGuard: string;
@@ -101,6 +150,15 @@ export function idempotencySql(schema: string): IdempotencySql {
       RETURNING floor(extract(epoch FROM expires_at) * 1000)::float8 AS expires_ms`;
   const statements = {
     claim: claimStatement(table),
+    claimBatch: claimBatchStatement(table),
+    // The completions of several claims in one round trip and one commit (see claimBatch for the lock wait's bound).
+    completeBatch: `
+      WITH guard AS MATERIALIZED (SELECT ${BOUND_BATCH_LOCK_WAITS} AS ok)
+      UPDATE ${table} AS t SET status = 'completed', result = q.result::jsonb, locked_until = NULL, completed_at = now(),
+        expires_at = now() + (t.expires_at - t.created_at)
+        FROM unnest($1::bigint[], $2::uuid[], $3::text[]) AS q(id, token, result)
+       WHERE t.id = q.id AND t.lease_token = q.token AND t.status = 'in_progress' AND (SELECT ok FROM guard)
+      RETURNING t.id, floor(extract(epoch FROM t.expires_at) * 1000)::float8 AS expires_ms`,
     // The claim of the transactional mode, as the first statement of the handler's transaction (nothing of it is
     // visible before that commits). Every claimer of the key in this mode first takes a transaction-level advisory
     // lock on it, so another uncommitted claim shows as that lock held, told apart from any other lock wait (a

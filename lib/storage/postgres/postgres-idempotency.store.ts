@@ -3,6 +3,7 @@ import type { Pool, QueryResultRow } from 'pg';
 import { Claim, ClaimOutcome, ClaimRequest, CompletedRecord } from '../../core/idempotency-record';
 import { IdempotencyStore } from '../idempotency.store';
 import { IdempotencySql, idempotencySql } from './idempotency.sql';
+import { BatchAnswers, StatementBatches } from './statement-batches';
 import { StoreConnection, withPreparedStatements } from './statements';
 
 /** A row of the claim statements. */
@@ -30,15 +31,46 @@ interface FoundRow extends QueryResultRow {
   until_ms: number | null;
 }
 
+/** A row of the batch claim statement: `n` is the position of its request, from 1. */
+interface BatchClaimRow extends ClaimRow {
+  n: string;
+}
+
+/** A row of the batch completion statement. */
+interface BatchCompletedRow extends CompletedRow {
+  id: string;
+}
+
+interface TokenedClaim {
+  request: ClaimRequest;
+  token: string;
+}
+
+interface Completion {
+  claim: Claim;
+  result: unknown;
+}
+
 /** How many times a claim is retried when it lost a race against a row its snapshot could not see yet. */
 const CLAIM_RACE_RETRIES = 10;
 
 /**
  * The Postgres store: one prepared `INSERT … ON CONFLICT` per claim against the status-filtered
- * partial unique index, and compare-and-set updates on the lease token for everything after it.
+ * partial unique index, and compare-and-set updates on the lease token for everything after it. Claims made in the
+ * same tick share one statement, and so do completions (`StatementBatches`).
  */
 export class PostgresIdempotencyStore extends IdempotencyStore {
   private statements?: IdempotencySql;
+  private readonly claims = new StatementBatches<TokenedClaim, ClaimOutcome>(
+    ({ request, token }) => this.claimAlone(request, token),
+    (claims) => this.claimTogether(claims),
+    ({ request }) => `${request.scope}\u0000${request.key}`,
+  );
+  private readonly completions = new StatementBatches<Completion, CompletedRecord | null>(
+    ({ claim, result }) => this.completeAlone(claim, result),
+    (completions) => this.completeTogether(completions),
+    ({ claim }) => claim.id,
+  );
 
   /** `connection` is read on each call: the pool is opened at module init, after this store is built. */
   constructor(private readonly connection: StoreConnection & { readonly pool: Pool }) {
@@ -53,8 +85,15 @@ export class PostgresIdempotencyStore extends IdempotencyStore {
     return (this.statements ??= withPreparedStatements(idempotencySql(this.connection.schema), this.connection.preparedStatements));
   }
 
-  async claim(request: ClaimRequest): Promise<ClaimOutcome> {
-    const token = randomUUID();
+  claim(request: ClaimRequest): Promise<ClaimOutcome> {
+    return this.claims.run({ request, token: randomUUID() });
+  }
+
+  complete(claim: Claim, result: unknown): Promise<CompletedRecord | null> {
+    return this.completions.run({ claim, result });
+  }
+
+  private async claimAlone(request: ClaimRequest, token: string): Promise<ClaimOutcome> {
     const values = [request.scope, request.key, request.fingerprint, token, request.leaseMs, request.ttlMs];
     for (let attempt = 0; attempt < CLAIM_RACE_RETRIES; attempt++) {
       const { rows } = await this.pool.query<ClaimRow>({ ...this.sql.claim, values });
@@ -65,13 +104,49 @@ export class PostgresIdempotencyStore extends IdempotencyStore {
     return { kind: 'in_progress', fingerprint: request.fingerprint, lockedUntil: Date.now() + request.leaseMs };
   }
 
-  async complete(claim: Claim, result: unknown): Promise<CompletedRecord | null> {
+  private async claimTogether(claims: TokenedClaim[]): Promise<BatchAnswers<ClaimOutcome>> {
+    const { rows } = await this.pool.query<BatchClaimRow>({
+      ...this.sql.claimBatch,
+      values: [
+        claims.map((c) => c.request.scope),
+        claims.map((c) => c.request.key),
+        claims.map((c) => c.request.fingerprint),
+        claims.map((c) => c.token),
+        claims.map((c) => c.request.leaseMs),
+        claims.map((c) => c.request.ttlMs),
+      ],
+    });
+    const answers = new Array<ClaimOutcome | undefined>(claims.length);
+    for (const row of rows) {
+      const { request, token } = claims[Number(row.n) - 1];
+      answers[Number(row.n) - 1] = toClaimOutcome(row, request, token);
+    }
+    return answers;
+  }
+
+  private async completeAlone(claim: Claim, result: unknown): Promise<CompletedRecord | null> {
     const { rows } = await this.pool.query<CompletedRow>({
       ...this.sql.complete,
       values: [claim.id, claim.token, JSON.stringify(result)],
     });
     if (rows.length === 0) return null;
     return { fingerprint: claim.fingerprint, result, expiresAt: rows[0].expires_ms };
+  }
+
+  private async completeTogether(completions: Completion[]): Promise<BatchAnswers<CompletedRecord | null>> {
+    const { rows } = await this.pool.query<BatchCompletedRow>({
+      ...this.sql.completeBatch,
+      values: [
+        completions.map((c) => c.claim.id),
+        completions.map((c) => c.claim.token),
+        completions.map((c) => JSON.stringify(c.result)),
+      ],
+    });
+    const expiries = new Map(rows.map((row) => [String(row.id), row.expires_ms]));
+    return completions.map(({ claim, result }) => {
+      const expiresAt = expiries.get(claim.id);
+      return expiresAt === undefined ? null : { fingerprint: claim.fingerprint, result, expiresAt };
+    });
   }
 
   async release(claim: Claim, error?: unknown): Promise<void> {

@@ -21,7 +21,7 @@ import Redis from 'ioredis';
 import { Client } from 'pg';
 import type { IdempotencyModuleOptions } from '../lib';
 import { GuardBenchContext, GuardBenchResult, startGuardBenchContext } from './guard-bench.app';
-import { connectBench, deleteRedisKeys, env, positiveInt, runBench, startWatchdog } from './bench-support';
+import { connectBench, deleteRedisKeys, env, positiveInt, runBench, SHOWN_STATEMENTS, startWatchdog } from './bench-support';
 
 const CONCURRENCY = positiveInt('BENCH_CONCURRENCY', 50);
 const DURATION_S = positiveNumber('BENCH_DURATION', 3);
@@ -387,16 +387,16 @@ function report(results: CaseResult[], bAgain: CaseResult): void {
   const trips = results.map((r) => {
     const total = r.run.calls;
     const q = r.trips?.queries ?? {};
-    const other = Object.entries(q).filter(([k]) => k !== 'claim' && k !== 'complete').reduce((sum, [, n]) => sum + n, 0);
+    const other = Object.entries(q).filter(([k]) => !SHOWN_STATEMENTS.has(k)).reduce((sum, [, n]) => sum + n, 0);
     const pg = (n: number) => (r.trips ? fmt.per(n, total) : 'n/a');
     const redisTrips = r.trips ? Object.values(r.trips.redis).reduce((sum, n) => sum + n, 0) : 0;
     return [
-      r.spec.label, fmt.per(r.methodRuns, total), pg(q.claim ?? 0), pg(q.complete ?? 0), pg(other),
+      r.spec.label, fmt.per(r.methodRuns, total), pg((q.claim ?? 0) + (q.claimBatch ?? 0)), pg((q.complete ?? 0) + (q.completeBatch ?? 0)), pg(other),
       r.trips ? fmt.per(redisTrips, total) : 'n/a', fmt.per(r.redisServerCmds, total),
       total > 0 ? (r.run.cpuUs / total).toFixed(1) : '-', total > 0 ? (r.redisCpuUs / total).toFixed(1) : '-',
     ];
   });
-  process.stdout.write(`\nPer call (round trips counted on the module's pool and Redis client; Redis-side commands include those run inside scripts; CPU from process.cpuUsage() and Redis INFO):\n\n`);
+  process.stdout.write(`\nPer call (round trips counted on the module's pool and Redis client, a statement shared by the claims or completions of one tick counting once; Redis-side commands include those run inside scripts; CPU from process.cpuUsage() and Redis INFO):\n\n`);
   process.stdout.write(
     `${markdownTable(['Case', 'method runs', 'pg claim', 'pg complete', 'pg other', 'Redis calls', 'Redis-side cmds', 'node CPU µs', 'Redis CPU µs'], trips)}\n`,
   );

@@ -37,7 +37,7 @@ import { Client } from 'pg';
 import type { IdempotencyModuleOptions } from '../lib';
 import type { AdapterName, BenchAppSpec, HandlerStatsSnapshot } from './http-bench.app';
 import type { BenchServerCommand, BenchServerConfig, BenchServerMessage } from './http-bench.server';
-import { connectBench, deleteRedisKeys, env, positiveInt, runBench, startWatchdog } from './bench-support';
+import { connectBench, deleteRedisKeys, env, positiveInt, runBench, SHOWN_STATEMENTS, startWatchdog } from './bench-support';
 
 const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 50);
 const DURATION_S = positiveInt('BENCH_DURATION', 5);
@@ -551,15 +551,15 @@ function report(adapter: AdapterName, { results, baselineAgain }: AdapterRun): v
   const trips = results.map(({ spec, result, handler, redisCalls }) => {
     const total = result.requests.total;
     const q = handler.queries;
-    const other = Object.entries(q).filter(([k]) => k !== 'claim' && k !== 'complete').reduce((sum, [, n]) => sum + n, 0);
+    const other = Object.entries(q).filter(([k]) => !SHOWN_STATEMENTS.has(k)).reduce((sum, [, n]) => sum + n, 0);
     const pg = (n: number) => (handler.counting ? per(n, total) : 'n/a');
     const redisTrips = Object.values(handler.redisCommands).reduce((sum, n) => sum + n, 0);
     return [
-      spec.label, per(handler.calls, total), pg(q.claim ?? 0), pg(q.complete ?? 0), pg(other),
+      spec.label, per(handler.calls, total), pg((q.claim ?? 0) + (q.claimBatch ?? 0)), pg((q.complete ?? 0) + (q.completeBatch ?? 0)), pg(other),
       handler.counting ? per(redisTrips, total) : 'n/a', per(redisCalls, total),
     ];
   });
-  process.stdout.write(`\nRound trips per request (counted on the module's pool and Redis client; Redis-side commands include those run inside scripts):\n\n`);
+  process.stdout.write(`\nRound trips per request (counted on the module's pool and Redis client; a statement shared by the claims or completions of one tick counts once; Redis-side commands include those run inside scripts):\n\n`);
   process.stdout.write(`${markdownTable(['Case', 'handler runs', 'pg claim', 'pg complete', 'pg other', 'Redis calls', 'Redis-side cmds'], trips)}\n`);
   const prepared = results.filter((r) => (r.spec.id === 'b' || r.spec.id === 'd') && r.handler.counting).map(({ spec, handler }) => {
     const p = handler.preparedPerConnection;

@@ -59,6 +59,6 @@ export async function connectBench(): Promise<{ db: Client; redis: Redis }> {
 
 /**
  * The store's statements the round-trip tables show in columns of their own: a claim (or completion) statement,
- * alone or shared by the claims (completions) of one tick, which counts once for all of them.
+ * alone or shared by the claims (completions) of one turn of the event loop, which counts once for all of them.
  */
 export const SHOWN_STATEMENTS = new Set(['claim', 'claimBatch', 'complete', 'completeBatch']);

@@ -396,7 +396,7 @@ function report(results: CaseResult[], bAgain: CaseResult): void {
       total > 0 ? (r.run.cpuUs / total).toFixed(1) : '-', total > 0 ? (r.redisCpuUs / total).toFixed(1) : '-',
     ];
   });
-  process.stdout.write(`\nPer call (round trips counted on the module's pool and Redis client, a statement shared by the claims or completions of one tick counting once; Redis-side commands include those run inside scripts; CPU from process.cpuUsage() and Redis INFO):\n\n`);
+  process.stdout.write(`\nPer call (round trips counted on the module's pool and Redis client, a statement shared by the claims or completions of one event-loop turn counting once; Redis-side commands include those run inside scripts; CPU from process.cpuUsage() and Redis INFO):\n\n`);
   process.stdout.write(
     `${markdownTable(['Case', 'method runs', 'pg claim', 'pg complete', 'pg other', 'Redis calls', 'Redis-side cmds', 'node CPU µs', 'Redis CPU µs'], trips)}\n`,
   );

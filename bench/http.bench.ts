@@ -559,7 +559,7 @@ function report(adapter: AdapterName, { results, baselineAgain }: AdapterRun): v
       handler.counting ? per(redisTrips, total) : 'n/a', per(redisCalls, total),
     ];
   });
-  process.stdout.write(`\nRound trips per request (counted on the module's pool and Redis client; a statement shared by the claims or completions of one tick counts once; Redis-side commands include those run inside scripts):\n\n`);
+  process.stdout.write(`\nRound trips per request (counted on the module's pool and Redis client; a statement shared by the claims or completions of one event-loop turn counts once; Redis-side commands include those run inside scripts):\n\n`);
   process.stdout.write(`${markdownTable(['Case', 'handler runs', 'pg claim', 'pg complete', 'pg other', 'Redis calls', 'Redis-side cmds'], trips)}\n`);
   const prepared = results.filter((r) => (r.spec.id === 'b' || r.spec.id === 'd') && r.handler.counting).map(({ spec, handler }) => {
     const p = handler.preparedPerConnection;

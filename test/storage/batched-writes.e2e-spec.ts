@@ -26,9 +26,9 @@ async function stateOf(promise: Promise<unknown>): Promise<'settled' | 'pending'
   return settled ? 'settled' : 'pending';
 }
 
-// Claims (and completions) made in one tick share one statement, one round trip and one commit; each caller still
+// Claims (and completions) made in one turn share one statement, one round trip and one commit; each caller still
 // gets the answer it would get alone, and one request's trouble stays its own.
-describe('Postgres store: claims and completions of one tick share a statement', () => {
+describe('Postgres store: claims and completions of one turn share a statement', () => {
   const schema = uniqueSchema('batch');
   const table = `"${schema}".idempotency_records`;
   let counter: PgStatementCounter;
@@ -49,7 +49,7 @@ describe('Postgres store: claims and completions of one tick share a statement',
     await counter?.close();
   });
 
-  it('twenty claims of one tick are one statement, and so are their twenty completions', async () => {
+  it('twenty claims of one turn are one statement, and so are their twenty completions', async () => {
     const requests = Array.from({ length: 20 }, () => fresh());
     const before = counter.count;
     const claims = (await Promise.all(requests.map((r) => store.claim(r)))).map(claimOf);
@@ -97,7 +97,7 @@ describe('Postgres store: claims and completions of one tick share a statement',
     expect(counter.count - before).toBe(2);
   });
 
-  it('the same key twice in one tick: one caller acquires it, the other finds it in progress', async () => {
+  it('the same key twice in one turn: one caller acquires it, the other finds it in progress', async () => {
     const req = fresh();
     const outcomes = await Promise.all([store.claim(req), store.claim(fresh()), store.claim(req)]);
     expect([outcomes[0].kind, outcomes[2].kind].sort()).toEqual(['acquired', 'in_progress']);

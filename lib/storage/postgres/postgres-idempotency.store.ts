@@ -3,7 +3,8 @@ import type { Pool, QueryResultRow } from 'pg';
 import { Claim, ClaimOutcome, ClaimRequest, CompletedRecord } from '../../core/idempotency-record';
 import { IdempotencyStore } from '../idempotency.store';
 import { IdempotencySql, idempotencySql } from './idempotency.sql';
-import { BatchAnswers, StatementBatches } from './statement-batches';
+import { CallBatcher } from '../call-batcher';
+import { isRowLevelFailure } from './row-level-failure';
 import { StoreConnection, withPreparedStatements } from './statements';
 
 /** A row of the claim statements. */
@@ -57,19 +58,24 @@ const CLAIM_RACE_RETRIES = 10;
 /**
  * The Postgres store: one prepared `INSERT … ON CONFLICT` per claim against the status-filtered
  * partial unique index, and compare-and-set updates on the lease token for everything after it. Claims made in the
- * same tick share one statement, and so do completions (`StatementBatches`).
+ * same turn of the event loop share one statement, and so do completions.
  */
 export class PostgresIdempotencyStore extends IdempotencyStore {
   private statements?: IdempotencySql;
-  private readonly claims = new StatementBatches<TokenedClaim, ClaimOutcome>(
-    ({ request, token }) => this.claimAlone(request, token),
+  /**
+   * Claims made in the same turn share one statement, one round trip and one commit (see CallBatcher): two claims of
+   * one key never do, and after a failure one of its rows may have caused, or a lock wait it gave up
+   * (BATCH_LOCK_TIMEOUT_MS), each claim is made again on its own. Completions likewise.
+   */
+  private readonly claims = new CallBatcher<TokenedClaim, ClaimOutcome>(
     (claims) => this.claimTogether(claims),
-    ({ request }) => `${request.scope}\u0000${request.key}`,
+    ({ request, token }) => this.claimAlone(request, token),
+    { retrySingly: isRowLevelFailure, identity: ({ request }) => `${request.scope}\u0000${request.key}` },
   );
-  private readonly completions = new StatementBatches<Completion, CompletedRecord | null>(
-    ({ claim, result }) => this.completeAlone(claim, result),
+  private readonly completions = new CallBatcher<Completion, CompletedRecord | null>(
     (completions) => this.completeTogether(completions),
-    ({ claim }) => claim.id,
+    ({ claim, result }) => this.completeAlone(claim, result),
+    { retrySingly: isRowLevelFailure, identity: ({ claim }) => claim.id },
   );
 
   /** `connection` is read on each call: the pool is opened at module init, after this store is built. */
@@ -86,11 +92,11 @@ export class PostgresIdempotencyStore extends IdempotencyStore {
   }
 
   claim(request: ClaimRequest): Promise<ClaimOutcome> {
-    return this.claims.run({ request, token: randomUUID() });
+    return this.claims.call({ request, token: randomUUID() });
   }
 
   complete(claim: Claim, result: unknown): Promise<CompletedRecord | null> {
-    return this.completions.run({ claim, result });
+    return this.completions.call({ claim, result });
   }
 
   private async claimAlone(request: ClaimRequest, token: string): Promise<ClaimOutcome> {
@@ -104,7 +110,7 @@ export class PostgresIdempotencyStore extends IdempotencyStore {
     return { kind: 'in_progress', fingerprint: request.fingerprint, lockedUntil: Date.now() + request.leaseMs };
   }
 
-  private async claimTogether(claims: TokenedClaim[]): Promise<BatchAnswers<ClaimOutcome>> {
+  private async claimTogether(claims: TokenedClaim[]): Promise<Array<ClaimOutcome | undefined>> {
     const { rows } = await this.pool.query<BatchClaimRow>({
       ...this.sql.claimBatch,
       values: [
@@ -133,7 +139,7 @@ export class PostgresIdempotencyStore extends IdempotencyStore {
     return { fingerprint: claim.fingerprint, result, expiresAt: rows[0].expires_ms };
   }
 
-  private async completeTogether(completions: Completion[]): Promise<BatchAnswers<CompletedRecord | null>> {
+  private async completeTogether(completions: Completion[]): Promise<Array<CompletedRecord | null>> {
     const { rows } = await this.pool.query<BatchCompletedRow>({
       ...this.sql.completeBatch,
       values: [

@@ -3,7 +3,7 @@ import { RecoveryAttemptsExhaustedError } from '../../errors/recovery-attempts-e
 import type { StoredError } from '../../errors/workflow-failed.error';
 import type { ExecutionKind, ListWorkflowsOptions, StepCheckpoint, WorkflowExecution, WorkflowStatus } from '../workflow.interfaces';
 import { retryTransient } from './transient';
-import { CallBatcher } from './call-batcher';
+import { CallBatcher } from '../../storage/call-batcher';
 import {
   BeginOutcome, CheckpointedExecution, EventRead, ExecutionActivity, NewExecution, RecordedStep, RunEnd, SentMessage, StepOutcome, SuspendOutcome, UnfinishedExecution, WaitKind, WorkflowStore, RegisteredWait,
 } from './workflow.store';
@@ -158,8 +158,7 @@ export class PostgresWorkflowStore extends WorkflowStore {
   private readonly inserts = new CallBatcher<unknown[], Inserted>(
     (requests) => this.insertMany(requests),
     (values) => this.insertOne(values),
-    100,
-    true,
+    { retrySingly: true },
   );
 
   insert(execution: NewExecution): Promise<Inserted> {

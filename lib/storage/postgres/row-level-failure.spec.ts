@@ -1,0 +1,29 @@
+import { isRowLevelFailure } from './row-level-failure';
+
+/** A Postgres-like error with a SQLSTATE. */
+function pgError(code: string): Error & { code: string } {
+  return Object.assign(new Error(`sqlstate ${code}`), { code });
+}
+
+describe('isRowLevelFailure', () => {
+  it.each([
+    ['22021', true], // invalid byte sequence (a NUL in a key)
+    ['22P05', true], // untranslatable character (jsonb)
+    ['23505', true], // unique violation
+    ['40P01', true], // deadlock
+    ['40001', true], // serialization failure
+    ['55P03', true], // lock timeout
+    ['08006', false], // connection failure
+    ['57P01', false], // admin shutdown
+    ['53300', false], // too many connections
+    ['57014', false], // statement timeout
+  ])('%s → %s', (code, expected) => {
+    expect(isRowLevelFailure(pgError(code))).toBe(expected);
+  });
+
+  it('is false for errors without a SQLSTATE, and for non-errors', () => {
+    expect(isRowLevelFailure(new Error('timeout exceeded when trying to connect'))).toBe(false);
+    expect(isRowLevelFailure(undefined)).toBe(false);
+    expect(isRowLevelFailure(null)).toBe(false);
+  });
+});

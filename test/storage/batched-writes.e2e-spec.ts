@@ -28,7 +28,7 @@ async function stateOf(promise: Promise<unknown>): Promise<'settled' | 'pending'
 
 // Claims (and completions) made in one turn share one statement, one round trip and one commit; each caller still
 // gets the answer it would get alone, and one request's trouble stays its own.
-describe('Postgres store: claims and completions of one turn share a statement', () => {
+describe('Postgres store: claims, completions and reads of one turn share a statement', () => {
   const schema = uniqueSchema('batch');
   const table = `"${schema}".idempotency_records`;
   let counter: PgStatementCounter;
@@ -158,6 +158,28 @@ describe('Postgres store: claims and completions of one turn share a statement',
     const rows = await sql<{ id: string; status: string }>(`SELECT id::text, status FROM ${table} WHERE id = ANY($1::bigint[])`, [claims.map((c) => c.id)]);
     const status = new Map(rows.map((r) => [r.id, r.status]));
     expect([refused, lost, ...kept].map((c) => status.get(c.id))).toEqual(['in_progress', 'in_progress', 'completed', 'completed']);
+  });
+
+  it('reads of one turn are one statement, and each gets what it would get alone', async () => {
+    const done = fresh();
+    await store.complete(claimOf(await store.claim(done)), { v: 'done' });
+    const held = fresh();
+    claimOf(await store.claim(held));
+    const unknown = fresh();
+    const bad = fresh({ key: `nul\u0000key` });
+
+    const before = counter.count;
+    const [completed, inProgress, none, again] = await Promise.all([done, held, unknown, done].map((r) => store.find(r.scope, r.key)));
+    expect(counter.count - before).toBe(1);
+    expect(completed).toMatchObject({ kind: 'completed', record: { fingerprint: 'fp-a', result: { v: 'done' } } });
+    expect(again).toEqual(completed);
+    expect(inProgress).toMatchObject({ kind: 'in_progress', fingerprint: 'fp-a' });
+    expect(inProgress?.kind === 'in_progress' && inProgress.lockedUntil).toBeGreaterThan(Date.now());
+    expect(none).toBeNull();
+
+    const settled = await Promise.allSettled([store.find(bad.scope, bad.key), store.find(done.scope, done.key)]);
+    expect(settled[0].status).toBe('rejected');
+    expect(settled[1]).toMatchObject({ status: 'fulfilled', value: { kind: 'completed' } });
   });
 
   it('two instances claiming the same keys in opposite orders: each key acquired once, no failure', async () => {

@@ -46,6 +46,7 @@ export interface IdempotencySql {
   release: Statement;
   extend: Statement;
   find: Statement;
+  findBatch: Statement;
   recentFailure: Statement;
 }
 
@@ -210,6 +211,13 @@ export function idempotencySql(schema: string): IdempotencySql {
              floor(extract(epoch FROM CASE WHEN status = 'completed' THEN expires_at ELSE locked_until END) * 1000)::float8 AS until_ms
         FROM ${table}
        WHERE scope = $1::text AND key = $2::text AND ${ACTIVE_PREDICATE} AND ${LIVE_PREDICATE('fingerprint')}`,
+    // The reads of several keys in one round trip: `n` is the position of a key that has a live record, from 1.
+    findBatch: `
+      SELECT q.n, status AS outcome, fingerprint, result,
+             floor(extract(epoch FROM CASE WHEN status = 'completed' THEN expires_at ELSE locked_until END) * 1000)::float8 AS until_ms
+        FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(p_scope, p_key, n)
+        JOIN ${table} r ON r.scope = q.p_scope AND r.key = q.p_key
+       WHERE ${ACTIVE_PREDICATE} AND ${LIVE_PREDICATE('fingerprint')}`,
   };
   // Statement names must differ per schema: pg caches prepared statements per connection by name.
   const suffix = createHash('sha1').update(schema).digest('hex').slice(0, 8);

@@ -32,6 +32,16 @@ interface FoundRow extends QueryResultRow {
   until_ms: number | null;
 }
 
+/** A row of the batch `find` statement: `n` is the position of its key, from 1. */
+interface BatchFoundRow extends FoundRow {
+  n: string;
+}
+
+interface RecordKey {
+  scope: string;
+  key: string;
+}
+
 /** A row of the batch claim statement: `n` is the position of its request, from 1. */
 interface BatchClaimRow extends ClaimRow {
   n: string;
@@ -58,7 +68,7 @@ const CLAIM_RACE_RETRIES = 10;
 /**
  * The Postgres store: one prepared `INSERT … ON CONFLICT` per claim against the status-filtered
  * partial unique index, and compare-and-set updates on the lease token for everything after it. Claims made in the
- * same turn of the event loop share one statement, and so do completions.
+ * same turn of the event loop share one statement, and so do completions and reads.
  */
 export class PostgresIdempotencyStore extends IdempotencyStore {
   private statements?: IdempotencySql;
@@ -76,6 +86,12 @@ export class PostgresIdempotencyStore extends IdempotencyStore {
     (completions) => this.completeTogether(completions),
     ({ claim, result }) => this.completeAlone(claim, result),
     { retrySingly: isRowLevelFailure, identity: ({ claim }) => claim.id },
+  );
+  /** Reads made in the same turn share one statement (a read has no row to get wrong for another, so no identity). */
+  private readonly reads = new CallBatcher<RecordKey, ClaimOutcome | null>(
+    (keys) => this.findTogether(keys),
+    ({ scope, key }) => this.findAlone(scope, key),
+    { retrySingly: isRowLevelFailure },
   );
 
   /** `connection` is read on each call: the pool is opened at module init, after this store is built. */
@@ -172,13 +188,30 @@ export class PostgresIdempotencyStore extends IdempotencyStore {
     return rows[0]?.error ?? undefined;
   }
 
-  async find(scope: string, key: string): Promise<ClaimOutcome | null> {
-    const { rows } = await this.pool.query<FoundRow>({ name: this.sql.find.name, text: this.sql.find.text, values: [scope, key] });
-    if (rows.length === 0) return null;
-    const row = rows[0];
-    if (row.outcome === 'completed') return { kind: 'completed', record: { fingerprint: row.fingerprint, result: row.result, expiresAt: row.until_ms ?? 0 } };
-    return { kind: 'in_progress', fingerprint: row.fingerprint, lockedUntil: row.until_ms ?? 0 };
+  find(scope: string, key: string): Promise<ClaimOutcome | null> {
+    return this.reads.call({ scope, key });
   }
+
+  private async findAlone(scope: string, key: string): Promise<ClaimOutcome | null> {
+    const { rows } = await this.pool.query<FoundRow>({ name: this.sql.find.name, text: this.sql.find.text, values: [scope, key] });
+    return rows.length === 0 ? null : toFoundOutcome(rows[0]);
+  }
+
+  private async findTogether(keys: RecordKey[]): Promise<Array<ClaimOutcome | null>> {
+    const { rows } = await this.pool.query<BatchFoundRow>({
+      ...this.sql.findBatch,
+      values: [keys.map((k) => k.scope), keys.map((k) => k.key)],
+    });
+    const answers = new Array<ClaimOutcome | null>(keys.length).fill(null);
+    for (const row of rows) answers[Number(row.n) - 1] = toFoundOutcome(row);
+    return answers;
+  }
+}
+
+/** What a row of the `find` statements means. */
+function toFoundOutcome(row: FoundRow): ClaimOutcome {
+  if (row.outcome === 'completed') return { kind: 'completed', record: { fingerprint: row.fingerprint, result: row.result, expiresAt: row.until_ms ?? 0 } };
+  return { kind: 'in_progress', fingerprint: row.fingerprint, lockedUntil: row.until_ms ?? 0 };
 }
 
 /** What a claim statement's row means, for the claim of `request` under `token`. */

@@ -27,6 +27,18 @@ const LIVE_PREDICATE = (fingerprint: string) => `(
  */
 const KEY_LOCK = 'hashtextextended($2::text, hashtextextended($1::text, 0))';
 
+/**
+ * What a claim's insert does when the key's active row is there (the table is aliased `r`): it takes the row over
+ * when no live lease holds it and it has expired, or when it is a dead holder's claim for the same request; else it
+ * leaves it (and the claim reports who holds the key).
+ */
+const TAKE_OVER_ON_CONFLICT = `        ON CONFLICT (scope, key) WHERE ${ACTIVE_PREDICATE}
+        DO UPDATE SET fingerprint = EXCLUDED.fingerprint, status = 'in_progress', lease_token = EXCLUDED.lease_token,
+          locked_until = EXCLUDED.locked_until, expires_at = EXCLUDED.expires_at, result = NULL, error = NULL,
+          attempts = r.attempts + 1, created_at = now(), completed_at = NULL
+        WHERE NOT (r.status = 'in_progress' AND r.locked_until > now())
+          AND (r.expires_at <= now() OR (r.status = 'in_progress' AND r.fingerprint = EXCLUDED.fingerprint))`;
+
 /** The start of the error `completeInTransaction` fails with when the claim is no longer the record's holder. */
 export const CLAIM_TAKEN_OVER = 'idempotency: the claim was taken over; completions written: ';
 
@@ -71,12 +83,7 @@ function claimStatement(table: string, variant: ClaimVariant = { ctes: '', sourc
         INSERT INTO ${table} AS r (scope, key, fingerprint, status, lease_token, locked_until, expires_at)
         SELECT $1::text, $2::text, $3::text, 'in_progress', $4::uuid, now() + ${ms('$5')}, now() + ${ms('$6')}
          WHERE NOT EXISTS (SELECT 1 FROM live)${sourceGuard}
-        ON CONFLICT (scope, key) WHERE ${ACTIVE_PREDICATE}
-        DO UPDATE SET fingerprint = EXCLUDED.fingerprint, status = 'in_progress', lease_token = EXCLUDED.lease_token,
-          locked_until = EXCLUDED.locked_until, expires_at = EXCLUDED.expires_at, result = NULL, error = NULL,
-          attempts = r.attempts + 1, created_at = now(), completed_at = NULL
-        WHERE NOT (r.status = 'in_progress' AND r.locked_until > now())
-          AND (r.expires_at <= now() OR (r.status = 'in_progress' AND r.fingerprint = EXCLUDED.fingerprint))
+${TAKE_OVER_ON_CONFLICT}
         RETURNING r.id, r.attempts
       )
       SELECT id, 'acquired' AS outcome, NULL AS fingerprint, NULL::jsonb AS result, NULL::timestamptz AS locked_until, NULL::timestamptz AS expires_at,
@@ -118,12 +125,7 @@ function claimBatchStatement(table: string): string {
           FROM req q
          WHERE NOT EXISTS (SELECT 1 FROM live l WHERE l.n = q.n) AND (SELECT ok FROM guard)
          ORDER BY q.p_scope, q.p_key
-        ON CONFLICT (scope, key) WHERE ${ACTIVE_PREDICATE}
-        DO UPDATE SET fingerprint = EXCLUDED.fingerprint, status = 'in_progress', lease_token = EXCLUDED.lease_token,
-          locked_until = EXCLUDED.locked_until, expires_at = EXCLUDED.expires_at, result = NULL, error = NULL,
-          attempts = r.attempts + 1, created_at = now(), completed_at = NULL
-        WHERE NOT (r.status = 'in_progress' AND r.locked_until > now())
-          AND (r.expires_at <= now() OR (r.status = 'in_progress' AND r.fingerprint = EXCLUDED.fingerprint))
+${TAKE_OVER_ON_CONFLICT}
         RETURNING r.id, r.attempts, r.lease_token
       )
       SELECT q.n, t.id, 'acquired' AS outcome, NULL AS fingerprint, NULL::jsonb AS result, NULL::timestamptz AS locked_until,

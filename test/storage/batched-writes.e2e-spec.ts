@@ -1,7 +1,9 @@
 import { INestApplication } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { Claim, ClaimOutcome, ClaimRequest, IdempotencyStore } from '../../lib';
+import { IdempotencyConnections } from '../../lib/storage/idempotency-connections';
+import { BATCH_LOCK_TIMEOUT_MS } from '../../lib/storage/postgres/idempotency.sql';
 import { PgStatementCounter, withPort } from '../support/pg-statement-counter';
 import { createTestApp, databaseUrl, sql, uniqueSchema } from '../support/test-app';
 
@@ -160,6 +162,49 @@ describe('Postgres store: claims, completions and reads of one turn share a stat
     expect([refused, lost, ...kept].map((c) => status.get(c.id))).toEqual(['in_progress', 'in_progress', 'completed', 'completed']);
   });
 
+  it('a key too long for the index fails alone; the others of its batch are acquired', async () => {
+    const tooLong = fresh({ key: randomBytes(4000).toString('hex') });
+    const good = [fresh(), fresh()];
+    const [long, ...goodOutcomes] = await Promise.allSettled([store.claim(tooLong), ...good.map((r) => store.claim(r))]);
+    expect(long.status === 'rejected' && (long.reason as { code?: string }).code).toBe('54000');
+    for (const o of goodOutcomes) expect(o).toMatchObject({ status: 'fulfilled', value: { kind: 'acquired' } });
+  });
+
+  it('a result that cannot be rendered as JSON fails its own completion only', async () => {
+    const [unrenderable, ...kept] = (await Promise.all([fresh(), fresh(), fresh()].map((r) => store.claim(r)))).map(claimOf);
+    const settled = await Promise.allSettled([store.complete(unrenderable, { amount: 1n }), ...kept.map((c) => store.complete(c, 'kept'))]);
+    expect(settled[0].status === 'rejected' && settled[0].reason).toBeInstanceOf(TypeError);
+    for (const s of settled.slice(1)) expect(s).toMatchObject({ status: 'fulfilled', value: { result: 'kept' } });
+  });
+
+  it('a large result is completed in a statement of its own, beside the shared one', async () => {
+    const claims = (await Promise.all([fresh(), fresh(), fresh()].map((r) => store.claim(r)))).map(claimOf);
+    const large = { body: 'x'.repeat(100_000) };
+    const before = counter.count;
+    const records = await Promise.all([store.complete(claims[0], large), store.complete(claims[1], 'a'), store.complete(claims[2], 'b')]);
+    expect(counter.count - before).toBe(2);
+    expect(records.map((r) => r?.result)).toEqual([large, 'a', 'b']);
+    const [{ n }] = await sql<{ n: number }>(`SELECT length(result->>'body')::int AS n FROM ${table} WHERE id = $1`, [claims[0].id]);
+    expect(n).toBe(100_000);
+  });
+
+  it("a batch's lock bound ends with its statement: the pooled connection keeps its own lock_timeout", async () => {
+    const single = await createTestApp({
+      adapter: 'express', schema, controllers: [], options: { postgres: { url: databaseUrl(), schema, poolSize: 1 }, redis: false },
+    });
+    try {
+      const pool = single.get(IdempotencyConnections).pool;
+      const [{ lock_timeout: before }] = (await pool.query<{ lock_timeout: string }>('SHOW lock_timeout')).rows;
+      const singleStore = single.get(IdempotencyStore);
+      const claims = (await Promise.all([fresh(), fresh(), fresh()].map((r) => singleStore.claim(r)))).map(claimOf);
+      await Promise.all(claims.map((c) => singleStore.complete(c, 'done')));
+      expect((await pool.query<{ lock_timeout: string }>('SHOW lock_timeout')).rows[0].lock_timeout).toBe(before);
+      expect(before).not.toBe(`${BATCH_LOCK_TIMEOUT_MS}ms`);
+    } finally {
+      await single.close();
+    }
+  });
+
   it('reads of one turn are one statement, and each gets what it would get alone', async () => {
     const done = fresh();
     await store.complete(claimOf(await store.claim(done)), { v: 'done' });
@@ -182,6 +227,8 @@ describe('Postgres store: claims, completions and reads of one turn share a stat
     expect(settled[1]).toMatchObject({ status: 'fulfilled', value: { kind: 'completed' } });
   });
 
+  // Key order keeps overlapping batches free of lock cycles. Were it lost, the bounded lock wait and the calls made
+  // again alone would still give these outcomes, more slowly: this case checks the outcomes, not the order.
   it('two instances claiming the same keys in opposite orders: each key acquired once, no failure', async () => {
     const otherStore = other.get(IdempotencyStore);
     for (let round = 0; round < 10; round++) {

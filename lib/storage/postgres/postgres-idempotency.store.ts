@@ -60,7 +60,15 @@ interface TokenedClaim {
 interface Completion {
   claim: Claim;
   result: unknown;
+  /** The result as JSON (undefined for an undefined result, stored as NULL). */
+  json: string | undefined;
 }
+
+/**
+ * A result whose JSON is longer than this is completed in a statement of its own: a turn of large responses must
+ * not make one statement that is too large for any of them (an array literal escapes every quote once more).
+ */
+const MAX_SHARED_RESULT_CHARS = 64 * 1024;
 
 /** How many times a claim is retried when it lost a race against a row its snapshot could not see yet. */
 const CLAIM_RACE_RETRIES = 10;
@@ -84,7 +92,7 @@ export class PostgresIdempotencyStore extends IdempotencyStore {
   );
   private readonly completions = new CallBatcher<Completion, CompletedRecord | null>(
     (completions) => this.completeTogether(completions),
-    ({ claim, result }) => this.completeAlone(claim, result),
+    (completion) => this.completeAlone(completion),
     { retrySingly: isRowLevelFailure, identity: ({ claim }) => claim.id },
   );
   /** Reads made in the same turn share one statement (a read has no row to get wrong for another, so no identity). */
@@ -111,8 +119,12 @@ export class PostgresIdempotencyStore extends IdempotencyStore {
     return this.claims.call({ request, token: randomUUID() });
   }
 
-  complete(claim: Claim, result: unknown): Promise<CompletedRecord | null> {
-    return this.completions.call({ claim, result });
+  async complete(claim: Claim, result: unknown): Promise<CompletedRecord | null> {
+    // Serialized here, so that a result JSON cannot render (a BigInt, a cycle) fails its own call, not its batch's.
+    const json: string | undefined = JSON.stringify(result);
+    const completion: Completion = { claim, result, json };
+    if ((completion.json?.length ?? 0) > MAX_SHARED_RESULT_CHARS) return this.completeAlone(completion);
+    return this.completions.call(completion);
   }
 
   private async claimAlone(request: ClaimRequest, token: string): Promise<ClaimOutcome> {
@@ -146,10 +158,10 @@ export class PostgresIdempotencyStore extends IdempotencyStore {
     return answers;
   }
 
-  private async completeAlone(claim: Claim, result: unknown): Promise<CompletedRecord | null> {
+  private async completeAlone({ claim, result, json }: Completion): Promise<CompletedRecord | null> {
     const { rows } = await this.pool.query<CompletedRow>({
       ...this.sql.complete,
-      values: [claim.id, claim.token, JSON.stringify(result)],
+      values: [claim.id, claim.token, json],
     });
     if (rows.length === 0) return null;
     return { fingerprint: claim.fingerprint, result, expiresAt: rows[0].expires_ms };
@@ -161,7 +173,7 @@ export class PostgresIdempotencyStore extends IdempotencyStore {
       values: [
         completions.map((c) => c.claim.id),
         completions.map((c) => c.claim.token),
-        completions.map((c) => JSON.stringify(c.result)),
+        completions.map((c) => c.json ?? null),
       ],
     });
     const expiries = new Map(rows.map((row) => [String(row.id), row.expires_ms]));

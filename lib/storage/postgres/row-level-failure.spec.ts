@@ -13,6 +13,11 @@ describe('isRowLevelFailure', () => {
     ['40P01', true], // deadlock
     ['40001', true], // serialization failure
     ['55P03', true], // lock timeout
+    ['54000', true], // index row too large (a very long key)
+    ['21000', true], // ON CONFLICT DO UPDATE cannot affect row a second time (keys equal once encoded)
+    ['08P01', false], // protocol violation (e.g. a pooler's)
+    ['58030', false], // I/O error
+    ['XX000', false], // internal error
     ['08006', false], // connection failure
     ['57P01', false], // admin shutdown
     ['53300', false], // too many connections

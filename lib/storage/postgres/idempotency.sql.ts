@@ -142,26 +142,38 @@ interface ClaimVariant {
   otherOutcome: string;
 }
 
+/**
+ * A completion's assignments, for the record table unaliased in the expressions (the outcome lives for the claim's
+ * ttl from now), with `result` the stored outcome's expression.
+ */
+const completedWith = (result: string) => `status = 'completed', result = ${result}, locked_until = NULL, completed_at = now(),
+        expires_at = now() + (expires_at - created_at)`;
+
+/** A completion's returned expiry, as epoch milliseconds. */
+const EXPIRES_MS = 'floor(extract(epoch FROM expires_at) * 1000)::float8 AS expires_ms';
+
+/** What the `find` statements read of a live record (see `find`). */
+const FOUND_COLUMNS = `status AS outcome, fingerprint, result,
+             floor(extract(epoch FROM CASE WHEN status = 'completed' THEN expires_at ELSE locked_until END) * 1000)::float8 AS until_ms`;
+
 /** Builds the store's statements for one schema. */
 export function idempotencySql(schema: string): IdempotencySql {
   const table = `${quoteIdent(schema)}.${quoteIdent(RECORDS_TABLE)}`;
   const ms = (param: string) => `(${param}::bigint * interval '1 millisecond')`;
   const complete = `
-      UPDATE ${table} SET status = 'completed', result = $3::jsonb, locked_until = NULL, completed_at = now(),
-        expires_at = now() + (expires_at - created_at)
+      UPDATE ${table} SET ${completedWith('$3::jsonb')}
        WHERE id = $1 AND lease_token = $2 AND status = 'in_progress'
-      RETURNING floor(extract(epoch FROM expires_at) * 1000)::float8 AS expires_ms`;
+      RETURNING ${EXPIRES_MS}`;
   const statements = {
     claim: claimStatement(table),
     claimBatch: claimBatchStatement(table),
     // The completions of several claims in one round trip and one commit (see claimBatch for the lock wait's bound).
     completeBatch: `
       WITH guard AS MATERIALIZED (SELECT ${BOUND_BATCH_LOCK_WAITS} AS ok)
-      UPDATE ${table} AS t SET status = 'completed', result = q.result::jsonb, locked_until = NULL, completed_at = now(),
-        expires_at = now() + (t.expires_at - t.created_at)
+      UPDATE ${table} AS t SET ${completedWith('q.result::jsonb')}
         FROM unnest($1::bigint[], $2::uuid[], $3::text[]) AS q(id, token, result)
        WHERE t.id = q.id AND t.lease_token = q.token AND t.status = 'in_progress' AND (SELECT ok FROM guard)
-      RETURNING t.id, floor(extract(epoch FROM t.expires_at) * 1000)::float8 AS expires_ms`,
+      RETURNING t.id, ${EXPIRES_MS}`,
     // The claim of the transactional mode, as the first statement of the handler's transaction (nothing of it is
     // visible before that commits). Every claimer of the key in this mode first takes a transaction-level advisory
     // lock on it, so another uncommitted claim shows as that lock held, told apart from any other lock wait (a
@@ -209,14 +221,12 @@ export function idempotencySql(schema: string): IdempotencySql {
     // outcome's expiry, or the holder's lease) as epoch milliseconds, a float8 that pg reads with parseFloat where a
     // timestamptz costs a date parse.
     find: `
-      SELECT status AS outcome, fingerprint, result,
-             floor(extract(epoch FROM CASE WHEN status = 'completed' THEN expires_at ELSE locked_until END) * 1000)::float8 AS until_ms
+      SELECT ${FOUND_COLUMNS}
         FROM ${table}
        WHERE scope = $1::text AND key = $2::text AND ${ACTIVE_PREDICATE} AND ${LIVE_PREDICATE('fingerprint')}`,
     // The reads of several keys in one round trip: `n` is the position of a key that has a live record, from 1.
     findBatch: `
-      SELECT q.n, status AS outcome, fingerprint, result,
-             floor(extract(epoch FROM CASE WHEN status = 'completed' THEN expires_at ELSE locked_until END) * 1000)::float8 AS until_ms
+      SELECT q.n, ${FOUND_COLUMNS}
         FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(p_scope, p_key, n)
         JOIN ${table} r ON r.scope = q.p_scope AND r.key = q.p_key
        WHERE ${ACTIVE_PREDICATE} AND ${LIVE_PREDICATE('fingerprint')}`,

@@ -152,8 +152,8 @@ export class PostgresIdempotencyStore extends IdempotencyStore {
     });
     const answers = new Array<ClaimOutcome | undefined>(claims.length);
     for (const row of rows) {
-      const { request, token } = claims[Number(row.n) - 1];
-      answers[Number(row.n) - 1] = toClaimOutcome(row, request, token);
+      const i = Number(row.n) - 1;
+      answers[i] = toClaimOutcome(row, claims[i].request, claims[i].token);
     }
     return answers;
   }

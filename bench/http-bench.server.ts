@@ -32,6 +32,9 @@ function postWith(session: Session, method: string, params: object): Promise<unk
   return new Promise((resolve, reject) => session.post(method, params, (err, result) => (err ? reject(err) : resolve(result))));
 }
 
+/** BENCH_HEAP_PROF=1 (with BENCH_CPU_PROF): also a sampling heap profile of the run, beside the CPU profile. */
+const HEAP_PROF = process.env.BENCH_HEAP_PROF === '1';
+
 /** The V8 profiler of this process, started and stopped around one measured run. */
 class RunProfiler {
   private session?: Session;
@@ -46,6 +49,14 @@ class RunProfiler {
     // gives enough samples to tell its parts apart (BENCH_CPU_PROF_INTERVAL_US overrides it).
     await postWith(this.session, 'Profiler.setSamplingInterval', { interval: Number(process.env.BENCH_CPU_PROF_INTERVAL_US ?? 200) });
     await post(this.session, 'Profiler.start');
+    if (HEAP_PROF) {
+      // Short-lived objects too: they are what the garbage collector spends its time on.
+      await postWith(this.session, 'HeapProfiler.startSampling', {
+        samplingInterval: 4096,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      });
+    }
   }
 
   async stop(): Promise<void> {
@@ -54,6 +65,10 @@ class RunProfiler {
     this.session = undefined;
     const { profile } = (await post(session, 'Profiler.stop')) as { profile: unknown };
     writeFileSync(this.file, JSON.stringify(profile));
+    if (HEAP_PROF) {
+      const heap = (await post(session, 'HeapProfiler.stopSampling')) as { profile: unknown };
+      writeFileSync(this.file.replace(/\.cpuprofile$/, '.heapprofile'), JSON.stringify(heap.profile));
+    }
     session.disconnect();
   }
 }

@@ -25,7 +25,8 @@
 // BENCH_ADAPTERS ("express,fastify"), BENCH_CASES (all; e.g. "b,e"), BENCH_POOL_SIZE (unset: the module's default),
 // BENCH_ROUNDS (1) repeats the read-only cases and reports medians, BENCH_KEEP=1 keeps the schemas and Redis keys,
 // BENCH_CPU_PROF=<dir> profiles each measured run (<dir>/<adapter>-<case>.cpuprofile, without start-up and
-// warm-up; open it in Chrome DevTools), sampled every BENCH_CPU_PROF_INTERVAL_US µs (200).
+// warm-up; open it in Chrome DevTools), sampled every BENCH_CPU_PROF_INTERVAL_US µs (200); with BENCH_HEAP_PROF=1
+// also <dir>/<adapter>-<case>.heapprofile, a sampling profile of what the run allocated (garbage included).
 import autocannon from 'autocannon';
 import { fork, ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

@@ -104,6 +104,15 @@ export const BATCH_LOCK_TIMEOUT_MS = 100;
 const BOUND_BATCH_LOCK_WAITS = `set_config('lock_timeout', '${BATCH_LOCK_TIMEOUT_MS}', true) IS NOT NULL`;
 
 /**
+ * Ends the per-key subquery of a batch (`CROSS JOIN LATERAL (...)`): one index lookup per key, whatever the table's
+ * statistics say. As a plain join, the plan Postgres caches with the prepared statement while the table is new (no
+ * statistics: it assumes ten pages) scans the whole table, for every key, until autovacuum's first ANALYZE: 20–30 ms
+ * per statement once the table held a few thousand rows. LIMIT 1 keeps the subquery from being flattened back into a
+ * join; it changes no result, as the partial unique index allows one active row per key.
+ */
+const ONE_LOOKUP_PER_KEY = 'LIMIT 1';
+
+/**
  * The claim statement for several keys at once (distinct scope and key each), in one round trip and one commit:
  * each row of the result names its request by `n`, its position (from 1). A request without a row lost a race
  * against a row newer than the snapshot: the caller claims it again on its own. Rows are inserted in key order, so
@@ -116,9 +125,12 @@ function claimBatchStatement(table: string): string {
         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::uuid[], $5::bigint[], $6::bigint[])
           WITH ORDINALITY AS q(p_scope, p_key, p_fingerprint, p_token, p_lease, p_ttl, n)
       ), live AS (
-        SELECT q.n, r.id, r.status AS outcome, r.fingerprint, r.result, r.locked_until, r.expires_at
-          FROM req q JOIN ${table} r ON r.scope = q.p_scope AND r.key = q.p_key
-         WHERE ${ACTIVE_PREDICATE} AND ${LIVE_PREDICATE('q.p_fingerprint')}
+        SELECT q.n, r.id, r.outcome, r.fingerprint, r.result, r.locked_until, r.expires_at
+          FROM req q CROSS JOIN LATERAL (
+            SELECT id, status AS outcome, fingerprint, result, locked_until, expires_at
+              FROM ${table}
+             WHERE scope = q.p_scope AND key = q.p_key AND ${ACTIVE_PREDICATE} AND ${LIVE_PREDICATE('q.p_fingerprint')}
+             ${ONE_LOOKUP_PER_KEY}) r
       ), taken AS (
         INSERT INTO ${table} AS r (scope, key, fingerprint, status, lease_token, locked_until, expires_at)
         SELECT q.p_scope, q.p_key, q.p_fingerprint, 'in_progress', q.p_token, now() + ${ms('q.p_lease')}, now() + ${ms('q.p_ttl')}
@@ -226,10 +238,13 @@ export function idempotencySql(schema: string): IdempotencySql {
        WHERE scope = $1::text AND key = $2::text AND ${ACTIVE_PREDICATE} AND ${LIVE_PREDICATE('fingerprint')}`,
     // The reads of several keys in one round trip: `n` is the position of a key that has a live record, from 1.
     findBatch: `
-      SELECT q.n, ${FOUND_COLUMNS}
+      SELECT q.n, r.*
         FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(p_scope, p_key, n)
-        JOIN ${table} r ON r.scope = q.p_scope AND r.key = q.p_key
-       WHERE ${ACTIVE_PREDICATE} AND ${LIVE_PREDICATE('fingerprint')}`,
+        CROSS JOIN LATERAL (
+          SELECT ${FOUND_COLUMNS}
+            FROM ${table}
+           WHERE scope = q.p_scope AND key = q.p_key AND ${ACTIVE_PREDICATE} AND ${LIVE_PREDICATE('fingerprint')}
+           ${ONE_LOOKUP_PER_KEY}) r`,
   };
   // Statement names must differ per schema: pg caches prepared statements per connection by name.
   const suffix = createHash('sha1').update(schema).digest('hex').slice(0, 8);

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { quoteIdent } from '../storage/postgres/idempotency.sql';
+import { looksLikeOneRow, quoteIdent } from '../storage/postgres/idempotency.sql';
 
 const ms = (param: string) => `(${param}::float8 * interval '1 millisecond')`;
 
@@ -58,7 +58,10 @@ export function outboxSql(schema: string, deadBlocksKey: boolean) {
     // (now() is the transaction's start). Milliseconds from now, negative when it fell due since; messages due then
     // but not claimed are blocked behind their key or held by another relay, and do not count.
     nextDue: `SELECT (extract(epoch FROM min(available_at) - clock_timestamp()) * 1000)::float8 AS ms FROM ${t} WHERE status = 'pending' AND available_at > now()`,
-    delivered: `UPDATE ${t} SET status = 'delivered', delivered_at = now(), attempts = attempts + 1, last_error = NULL WHERE seq = ANY($1::bigint[])`,
+    delivered: `
+      UPDATE ${t} m SET status = 'delivered', delivered_at = now(), attempts = m.attempts + 1, last_error = NULL
+      FROM unnest($1::bigint[]) WITH ORDINALITY AS d(seq, n)
+      WHERE m.seq = d.seq AND ${looksLikeOneRow('d.n')}`,
     // $3 max attempts; delay = min(maxDelay, delay * factor^(attempts so far)).
     failed: `
       UPDATE ${t} m SET
@@ -66,8 +69,8 @@ export function outboxSql(schema: string, deadBlocksKey: boolean) {
         last_error = f.error,
         status = CASE WHEN m.attempts + 1 >= $3 THEN 'dead' ELSE 'pending' END,
         available_at = clock_timestamp() + ${ms('least($6::float8, $4::float8 * power($5::float8, m.attempts))')}
-      FROM unnest($1::bigint[], $2::text[]) AS f(seq, error)
-      WHERE m.seq = f.seq`,
+      FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS f(seq, error, n)
+      WHERE m.seq = f.seq AND ${looksLikeOneRow('f.n')}`,
     retry: `UPDATE ${t} SET status = 'pending', attempts = 0, available_at = now(), last_error = NULL WHERE id = $1 AND status IN ('dead', 'skipped') RETURNING 1`,
     skip: `UPDATE ${t} SET status = 'skipped' WHERE id = $1 AND status = 'dead' RETURNING 1`,
     exists: `SELECT status FROM ${t} WHERE id = $1`,

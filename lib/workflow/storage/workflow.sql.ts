@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { quoteIdent } from '../../storage/postgres/idempotency.sql';
+import { looksLikeOneRow, quoteIdent } from '../../storage/postgres/idempotency.sql';
 import { RELEASED_WORKFLOW_STATUSES } from '../workflow.interfaces';
 
 /** Table names. */
@@ -42,7 +42,7 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
     insertMany: `
       WITH req AS (
         SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::uuid[], $8::text[])
-          WITH ORDINALITY AS r(id, workflow_id, workflow_name, input, input_hash, timeout_ms, parent_execution_id, kind, i)
+          WITH ORDINALITY AS r(id, workflow_id, workflow_name, input, input_hash, timeout_ms, parent_execution_id, kind, i) WHERE ${looksLikeOneRow('r.i')}
       ), ins AS (
         INSERT INTO ${e} AS x (id, workflow_id, workflow_name, status, input, input_hash, deadline_at, parent_execution_id, kind)
         SELECT id, workflow_id, workflow_name, 'pending', input::jsonb, input_hash,
@@ -122,7 +122,7 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
     // are locked in id order, so two batches never wait on each other in a cycle.
     startTaskAttempts: `
       WITH req AS (
-        SELECT * FROM unnest($1::uuid[], $2::int[]) WITH ORDINALITY AS r(id, position, i)
+        SELECT * FROM unnest($1::uuid[], $2::int[]) WITH ORDINALITY AS r(id, position, i) WHERE ${looksLikeOneRow('r.i')}
       ), lk AS (
         SELECT id FROM ${e} WHERE id IN (SELECT id FROM req) AND status IN ('pending', 'running') ORDER BY id FOR UPDATE
       ), x AS (
@@ -144,7 +144,7 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
     checkpoints: `
       WITH req AS (
         SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[])
-          WITH ORDINALITY AS r(id, position, name, status, result, error, attempts, args_hash, end_status, i)
+          WITH ORDINALITY AS r(id, position, name, status, result, error, attempts, args_hash, end_status, i) WHERE ${looksLikeOneRow('r.i')}
       ), slot AS (
         SELECT t.execution_id, t.seq FROM ${s} t JOIN req ON t.execution_id = req.id AND t.position = req.position WHERE t.status = 'retrying'
       ), prev AS (

@@ -10,6 +10,7 @@ import { WorkflowWaitCalls1764001400100 } from './1764001400100-workflow-wait-ca
 import { AddOutboxUnkeyedIndex1764001500000 } from './1764001500000-add-outbox-unkeyed-index';
 import { TaskExecutions1764001700000 } from './1764001700000-task-executions';
 import { CreateSchedules1764001800000 } from './1764001800000-create-schedules';
+import { IndexFailedRecords1764001900000 } from './1764001900000-index-failed-records';
 import { skipWhenRecorded } from './recorded-migrations';
 
 /** The library's migrations as written, in order (the module and the CLI apply these). */
@@ -26,6 +27,7 @@ export const IDEMPOTENCY_MIGRATION_CLASSES = [
   AddOutboxUnkeyedIndex1764001500000,
   TaskExecutions1764001700000,
   CreateSchedules1764001800000,
+  IndexFailedRecords1764001900000,
 ];
 
 /**

@@ -23,23 +23,30 @@ function wholeTableScans(node: PlanNode): string[] {
   return own.concat(...(node.Plans ?? []).map(wholeTableScans));
 }
 
-/** Every statement that takes a batch of requests as arrays (`unnest`), by name. */
-function batchStatements(schema: string): [string, string][] {
+/**
+ * Statements that may scan a table whole in a plan made before its first ANALYZE, and why: the outbox's counts and the
+ * console's filtered listing read every row by design; a cancel walks the child executions of the cancelled one
+ * (rare, and only until the table's first ANALYZE).
+ */
+const SCANS_BY_DESIGN = new Set(['outbox_stats', 'outbox_list', 'workflow_cancel']);
+
+/** Every statement of the records, workflow and outbox tables, by name. */
+function statementsOf(schema: string): [string, string][] {
   const named = [
-    ...Object.entries(idempotencySql(schema)),
-    ...Object.entries(workflowSql(schema)),
+    ...Object.entries(idempotencySql(schema)).map(([name, statement]) => [`records_${name}`, statement] as const),
+    ...Object.entries(workflowSql(schema)).map(([name, statement]) => [`workflow_${name}`, statement] as const),
     ...Object.entries(outboxSql(schema, true)).map(([name, text]) => [`outbox_${name}`, { text }] as const),
   ];
-  return named.flatMap(([name, statement]) => {
+  return named.filter(([name]) => !SCANS_BY_DESIGN.has(name)).flatMap(([name, statement]) => {
     const text = (statement as { text?: unknown }).text;
-    return typeof text === 'string' && text.includes('unnest(') ? [[name, text] as [string, string]] : [];
+    return typeof text === 'string' && /\b(SELECT|UPDATE|INSERT|DELETE)\b/.test(text) ? [[name, text] as [string, string]] : [];
   });
 }
 
 // A prepared statement keeps the plan Postgres made for it while the records table was new (no statistics yet) until
 // autovacuum's first ANALYZE. The statements that look keys up by the batch must use the key index even in that plan:
 // a scan of the whole table for every key cost 20–30 ms per statement once it held a few thousand rows.
-describe('Batch statements look each request up in an index, even in a plan made on a new table', () => {
+describe('Statements find their rows through an index, even in a plan made on a new table', () => {
   const schema = uniqueSchema('plans');
   const table = 'idempotency_records';
   const statements = idempotencySql(schema);
@@ -85,12 +92,12 @@ describe('Batch statements look each request up in an index, even in a plan made
 
   // Each batch (completions, workflow starts, task attempts, step checkpoints, outbox deliveries and failures) joins
   // its unnest with a table: in a plan made before the table had statistics, a join scanned the whole table once per
-  // statement until autovacuum's first ANALYZE.
-  it.each(batchStatements(schema))('%s scans no table whole', async (name, text) => {
+  // statement until autovacuum's first ANALYZE. The read of a waited-for failure had no index at all.
+  it.each(statementsOf(schema))('%s scans no table whole', async (name, text) => {
     const params = Math.max(0, ...[...text.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
     await client.query(`PREPARE plan_all_${name} AS ${text}`);
     const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-      `EXPLAIN (FORMAT JSON) EXECUTE plan_all_${name}(${Array(params).fill('NULL').join(', ')})`,
+      `EXPLAIN (FORMAT JSON) EXECUTE plan_all_${name}${params > 0 ? `(${Array(params).fill('NULL').join(', ')})` : ''}`,
     );
     expect(wholeTableScans(rows[0]['QUERY PLAN'][0].Plan)).toEqual([]);
   });

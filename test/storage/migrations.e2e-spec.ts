@@ -257,7 +257,7 @@ describe('migrations: the CLI (npx nestjs-idempotency migrate), as a real proces
     await previousRelease(previous);
     expect((await cli(['migrate', '--check', '--schema', previous], { DATABASE_URL: databaseUrl() })).code).toBe(1);
     expect(await cli(['migrate', '--schema', previous], { DATABASE_URL: databaseUrl() }))
-      .toMatchObject({ code: 0, stdout: `applied to schema "${previous}": StepJournal1764000100000, AddWorkflowResultWaiters1764000200000, CreateIdempotencyLocks1764000500000, CreateOutboxMessages1764000800000, WorkflowWaits1764001400000, WorkflowWaitCalls1764001400100, AddOutboxUnkeyedIndex1764001500000, TaskExecutions1764001700000, CreateSchedules1764001800000\n` });
+      .toMatchObject({ code: 0, stdout: `applied to schema "${previous}": StepJournal1764000100000, AddWorkflowResultWaiters1764000200000, CreateIdempotencyLocks1764000500000, CreateOutboxMessages1764000800000, WorkflowWaits1764001400000, WorkflowWaitCalls1764001400100, AddOutboxUnkeyedIndex1764001500000, TaskExecutions1764001700000, CreateSchedules1764001800000, IndexFailedRecords1764001900000\n` });
     expect(await tables(previous)).toEqual([...TABLES].sort());
   });
 

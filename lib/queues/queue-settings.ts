@@ -62,9 +62,10 @@ export class QueueSettings {
   }
 
   /**
-   * Throws IdempotencyConfigError when `queues` names a queue that no workflow, step or task uses, or gives a
-   * retention to a queue that carries only steps (retention keeps finished executions, which belong to the queue
-   * of their workflow or task: it would silently do nothing there).
+   * Throws IdempotencyConfigError when `queues` or `retention.queues` names a queue that no workflow, step or task
+   * uses (a misspelt name would silently leave that queue at the default), or gives a retention to a queue that
+   * carries only steps (retention keeps finished executions, which belong to the queue of their workflow or task: it
+   * would silently do nothing there).
    */
   assertKnown(): void {
     const known = [...this.known].sort();
@@ -73,6 +74,9 @@ export class QueueSettings {
       .filter((name) => !this.known.has(name))
       .map((name) => `queues.${name}: no workflow, step or task uses queue "${name}" (${list}); fix the name or remove the entry`);
     for (const name of Object.keys(this.options.retention.queuesMs)) {
+      if (!this.known.has(name) && this.options.queues?.[name] === undefined) {
+        problems.push(`retention.queues.${name}: no workflow or task uses queue "${name}" (${list}); fix the name or remove the entry`);
+      }
       if (!this.known.has(name) || this.executionQueues.has(name)) continue;
       const option = this.options.queues?.[name]?.retentionMs === undefined ? `retention.queues.${name}` : `queues.${name}.retention`;
       problems.push(`${option}: queue "${name}" carries only steps, and retention keeps finished executions, which live on their workflow's or task's queue; set it there (or @Workflow({ retention })) and remove it here`);

@@ -20,10 +20,10 @@ async function maxOverlap(schema: string): Promise<number> {
   return max;
 }
 
-async function bootError(queues: IdempotencyModuleOptions['queues']): Promise<Error> {
+async function bootError(queues: IdempotencyModuleOptions['queues'], more: Partial<IdempotencyModuleOptions> = {}): Promise<Error> {
   const s = scenario();
   try {
-    const { app } = await bootWorkflowApp(s, [LimitedWorkflow], {}, { queues });
+    const { app } = await bootWorkflowApp(s, [LimitedWorkflow], {}, { queues, ...more });
     await app.close();
   } catch (err) {
     return err as Error;
@@ -86,6 +86,12 @@ describe('queues option on workflow and step queues', () => {
     const err = await bootError({ 'limted-steps': { concurrency: 2 } });
     expect(err).toBeInstanceOf(IdempotencyConfigError);
     expect(err.message).toContain('queues.limted-steps: no workflow, step or task uses queue "limted-steps" (known queues: "limited-runs", "limited-steps")');
+  });
+
+  it('an unknown queue name in retention.queues fails at startup the same way (it would leave the queue at the default)', async () => {
+    const err = await bootError(undefined, { retention: { queues: { 'limted-runs': '1d' } } });
+    expect(err).toBeInstanceOf(IdempotencyConfigError);
+    expect(err.message).toContain('retention.queues.limted-runs: no workflow or task uses queue "limted-runs" (known queues: "limited-runs", "limited-steps")');
   });
 
   it('a malformed rate or duration fails at startup, naming the option', async () => {

@@ -23,12 +23,8 @@ function wholeTableScans(node: PlanNode): string[] {
   return own.concat(...(node.Plans ?? []).map(wholeTableScans));
 }
 
-/**
- * Statements that may scan a table whole in a plan made before its first ANALYZE, and why: the outbox's counts and the
- * console's filtered listing read every row by design; a cancel walks the child executions of the cancelled one
- * (rare, and only until the table's first ANALYZE).
- */
-const SCANS_BY_DESIGN = new Set(['outbox_stats', 'outbox_list', 'workflow_cancel']);
+/** Statements that read every row by design: the outbox's counts and the console's filtered listing. */
+const SCANS_BY_DESIGN = new Set(['outbox_stats', 'outbox_list']);
 
 /** Every statement of the records, workflow and outbox tables, by name. */
 function statementsOf(schema: string): [string, string][] {

@@ -192,7 +192,9 @@ const STATEMENTS = (e: string, s: string, w: string, m: string, v: string) => {
       ), tree(id) AS (
         SELECT id FROM root
         UNION
-        SELECT c.id FROM ${e} c JOIN tree t ON c.parent_execution_id = t.id
+        -- OFFSET 0 keeps the children's look-up a per-parent index probe: as a join, a plan made before the table's
+        -- first ANALYZE hashes a scan of the whole table
+        SELECT c.id FROM tree t CROSS JOIN LATERAL (SELECT id FROM ${e} WHERE parent_execution_id = t.id OFFSET 0) c
       ), children AS (
         UPDATE ${e} SET status = 'cancelled', updated_at = now(), completed_at = now(), suspended_until = NULL
          WHERE id IN (SELECT id FROM tree) AND id NOT IN (SELECT id FROM root) AND status IN ('pending', 'running')

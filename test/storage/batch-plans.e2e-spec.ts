@@ -13,14 +13,17 @@ interface PlanNode {
   Plans?: PlanNode[];
 }
 
-function scansOf(node: PlanNode, table: string): string[] {
-  const own = node['Relation Name'] === table ? [node['Node Type']] : [];
-  return own.concat(...(node.Plans ?? []).map((child) => scansOf(child, table)));
+/** A plan's nodes, depth first. */
+function nodesOf(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(nodesOf)];
 }
 
-function wholeTableScans(node: PlanNode): string[] {
-  const own = node['Node Type'] === 'Seq Scan' ? [node['Relation Name'] ?? '?'] : [];
-  return own.concat(...(node.Plans ?? []).map(wholeTableScans));
+function scansOf(plan: PlanNode, table: string): string[] {
+  return nodesOf(plan).filter((node) => node['Relation Name'] === table).map((node) => node['Node Type']);
+}
+
+function wholeTableScans(plan: PlanNode): string[] {
+  return nodesOf(plan).filter((node) => node['Node Type'] === 'Seq Scan').map((node) => node['Relation Name'] ?? '?');
 }
 
 /** Statements that read every row by design: the outbox's counts and the console's filtered listing. */
@@ -65,10 +68,17 @@ describe('Statements find their rows through an index, even in a plan made on a 
     await app?.close();
   });
 
+  /** The plan of `text` prepared as `name` (with `types`, if given) and executed with `values` (none: no parentheses). */
+  async function planOf(name: string, text: string, types: string | undefined, values: string): Promise<PlanNode> {
+    await client.query(`PREPARE ${name}${types === undefined ? '' : `(${types})`} AS ${text}`);
+    const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+      `EXPLAIN (FORMAT JSON) EXECUTE ${name}${values === '' ? '' : `(${values})`}`,
+    );
+    return rows[0]['QUERY PLAN'][0].Plan;
+  }
+
   async function scans(name: string, text: string, types: string, values: string): Promise<string[]> {
-    await client.query(`PREPARE ${name}(${types}) AS ${text}`);
-    const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) EXECUTE ${name}(${values})`);
-    return scansOf(rows[0]['QUERY PLAN'][0].Plan, table);
+    return scansOf(await planOf(name, text, types, values), table);
   }
 
   it('the reads of a turn (findBatch)', async () => {
@@ -91,10 +101,7 @@ describe('Statements find their rows through an index, even in a plan made on a 
   // statement until autovacuum's first ANALYZE. The read of a waited-for failure had no index at all.
   it.each(statementsOf(schema))('%s scans no table whole', async (name, text) => {
     const params = Math.max(0, ...[...text.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
-    await client.query(`PREPARE plan_all_${name} AS ${text}`);
-    const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-      `EXPLAIN (FORMAT JSON) EXECUTE plan_all_${name}${params > 0 ? `(${Array(params).fill('NULL').join(', ')})` : ''}`,
-    );
-    expect(wholeTableScans(rows[0]['QUERY PLAN'][0].Plan)).toEqual([]);
+    const plan = await planOf(`plan_all_${name}`, text, undefined, Array(params).fill('NULL').join(', '));
+    expect(wholeTableScans(plan)).toEqual([]);
   });
 });

@@ -27,5 +27,6 @@ module.exports = {
     '<rootDir>/test/storage/migrations.e2e-spec.ts',
     '<rootDir>/test/storage/peer-versions.e2e-spec.ts',
     '<rootDir>/test/transaction/cls-transactional.e2e-spec.ts',
+    '<rootDir>/test/transaction/start-with-first-statement.e2e-spec.ts',
   ],
 };

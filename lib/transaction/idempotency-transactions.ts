@@ -66,6 +66,14 @@ export abstract class IdempotencyTransactions {
   ): Promise<{ tx: OpenTransaction; outcome: ClaimAttempt }>;
 
   /**
+   * Like {@link begin} on a connection of its own, but its START TRANSACTION goes to Postgres with the transaction's
+   * first statement, in that statement's round trip (the work's own, or the one {@link OpenTransaction.commitAfter}
+   * sends); ended before any statement, it costs Postgres nothing. `prepare`: as for {@link beginWith}. For work that
+   * needs to read nothing before it runs (a claim must come first, so the claiming faces cannot use it).
+   */
+  abstract beginOnFirstStatement(isolation: TransactionIsolation, acquireWithinMs: number, prepare?: NamedStatement[]): Promise<OpenTransaction>;
+
+  /**
    * Like {@link begin} on a connection of its own, with `first` as the transaction's first statement in the same
    * round trip; resolves its rows. `prepare`: statements to prepare on a new connection before the transaction
    * starts, for {@link OpenTransaction.commitAfter} later. An error of `first` rolls back and is thrown.

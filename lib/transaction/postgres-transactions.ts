@@ -10,6 +10,7 @@ import type { ClaimAttempt } from './claim-statement';
 import { dataSourceOf } from './cls/transaction-host-binding';
 import { InlineStatement, inlineStatementText } from './inline-statement';
 import { IdempotencyTransactions, OpenTransaction } from './idempotency-transactions';
+import { DeferredStart, startWithFirstStatement } from './start-with-first-statement';
 import type { TransactionIsolation } from './transaction-options';
 
 const ISOLATION_LEVELS = {
@@ -116,6 +117,23 @@ export class PostgresTransactions extends IdempotencyTransactions {
     return opened;
   }
 
+  async beginOnFirstStatement(isolation: TransactionIsolation, acquireWithinMs: number, prepare: NamedStatement[] = []): Promise<OpenTransaction> {
+    const runner = this.connections.dataSource.createQueryRunner();
+    await connectWithin(runner, acquireWithinMs, this.connections.pool);
+    const client = clientOf(runner);
+    try {
+      if (this.connections.preparedStatements && !this.preparedOn(client, prepare)) await this.prepareOn(client, prepare);
+    } catch (err) {
+      await runner.release();
+      throw new StoreUnavailableError(err);
+    }
+    const Query = (this.connections.dataSource.driver as unknown as { postgres: { Query: Parameters<typeof startWithFirstStatement>[2] } }).postgres.Query;
+    const deferred = startWithFirstStatement(client, `START TRANSACTION ISOLATION LEVEL ${ISOLATION_LEVELS[isolation]}`, Query, () => !runner.isReleased);
+    // TypeORM's own startTransaction would send the START now: its state is set as it would set it.
+    Object.assign(runner, { isTransactionActive: true, transactionDepth: 1 });
+    return this.open(runner, true, deferred);
+  }
+
   /**
    * Opens a transaction (or a savepoint in `outer`'s) whose first statement is `first`, sent in the same round trip
    * as the START TRANSACTION (and `around.before` and `around.after`, when given). `first` and `prepare` are prepared on a new connection of
@@ -218,7 +236,8 @@ export class PostgresTransactions extends IdempotencyTransactions {
     return this.sessionDefaults;
   }
 
-  private open(runner: QueryRunner, owned: boolean): OpenTransaction {
+  /** `deferred`: the START not sent yet (see {@link beginOnFirstStatement}); a transaction that never sent it ends without a statement. */
+  private open(runner: QueryRunner, owned: boolean, deferred?: DeferredStart): OpenTransaction {
     const sql = this.sql();
     const rows = async <R>(text: string, values: unknown[] = []): Promise<R[]> => (await runner.query(text, values, true)).records as R[];
     // The library's own statements go to the connection directly, named (prepared once per connection) unless
@@ -226,10 +245,19 @@ export class PostgresTransactions extends IdempotencyTransactions {
     const client = clientOf(runner);
     const prepared = this.prepared;
     let finished = false;
+    /** Ends a transaction whose START was never sent: nothing to tell Postgres. */
+    const endUnstarted = async (): Promise<boolean> => {
+      if (!deferred || deferred.sent) return false;
+      deferred.cancel();
+      Object.assign(runner, { isTransactionActive: false, transactionDepth: 0 });
+      await runner.release();
+      return true;
+    };
     const rollback = async (): Promise<void> => {
       if (finished) return;
       finished = true;
       try {
+        if (await endUnstarted()) return;
         await runner.rollbackTransaction();
         if (owned) await runner.release();
       } catch (err) {
@@ -303,6 +331,7 @@ export class PostgresTransactions extends IdempotencyTransactions {
         if (finished) return;
         finished = true;
         try {
+          if (await endUnstarted()) return;
           await runner.commitTransaction();
         } catch (err) {
           await discard(runner, owned, err);

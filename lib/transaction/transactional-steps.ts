@@ -1,5 +1,5 @@
 import type { QueryResultRow } from 'pg';
-import type { StepOutcome } from '../workflow/storage/workflow.store';
+import type { CheckpointedExecution, StepOutcome } from '../workflow/storage/workflow.store';
 import { StepRow, toCheckpoint } from '../workflow/storage/postgres-workflow.store';
 import { isTransientDatabaseError } from '../workflow/storage/transient';
 import { workflowSql, WorkflowSql } from '../workflow/storage/workflow.sql';
@@ -30,12 +30,15 @@ export interface StepState {
 const NOT_WRITTEN = 'idempotency: the step checkpoint was not written by this transaction; rows written: ';
 
 type StepStateRow = StepRow & { execution_status: WorkflowStatus };
+/** What the checkpoint statement returns: the row, with its execution as the write saw it. */
+type CheckpointRow = StepStateRow & { recovery_attempts: number };
 
 /**
  * `@Step({ transaction: true })`: the step's state is read as the first statement of a transaction of the library
  * (one round trip with its START), the attempt runs in it, and a completed outcome is checkpointed and committed
- * in one more round trip, so the step's writes and its checkpoint commit together: with the step's own writes,
- * three round trips in all, as many as a step without a transaction. A worker killed mid-step leaves nothing; a
+ * in one more round trip, so the step's writes and its checkpoint commit together. The first start of a fresh job
+ * reads nothing (as a step without a transaction does not): its START goes with the step's first statement, so
+ * with one statement of its own the step costs two round trips. A worker killed mid-step leaves nothing; a
  * second worker finishing the same step finds the first one's checkpoint (the check after the checkpoint fails, so
  * nothing commits) and adopts it. A failed outcome rolls the writes back and is checkpointed on its own — unless
  * the transaction's connection was lost (Postgres restarting), which is thrown so BullMQ runs the job again.
@@ -52,17 +55,31 @@ export class TransactionalSteps {
   /**
    * Reads the step's state in a new transaction; when it has no checkpoint yet and its execution is running, runs
    * `attempt` in it and checkpoints a completed outcome before the commit (a failed one by `checkpointAlone`).
-   * Resolves the state, with the checkpoint this call wrote or adopted; without one when the execution stopped.
+   * Resolves the state, with the checkpoint this call wrote or adopted (and the execution as that write saw it);
+   * without one when the execution stopped. `fresh`: the first start of a fresh step job, which no checkpoint can
+   * precede (see `StepJobData.fresh`): nothing is read, and the START goes with the step's first statement (or with
+   * the checkpoint), so the step costs one round trip less.
    */
-  async run(isolation: TransactionIsolation, entry: StepEntry, attempt: () => Promise<StepOutcome>, checkpointAlone: (outcome: StepOutcome) => Promise<{ checkpoint: StepCheckpoint }>): Promise<StepState> {
+  async run(
+    isolation: TransactionIsolation, entry: StepEntry, attempt: () => Promise<StepOutcome>,
+    checkpointAlone: (outcome: StepOutcome) => Promise<{ checkpoint: StepCheckpoint; execution?: CheckpointedExecution }>, fresh = false,
+  ): Promise<StepState & { execution?: CheckpointedExecution }> {
     const { sql, written } = this.sql();
-    const { tx, rows } = await this.transactions.beginWith(
-      isolation, this.acquireWithinMs, { statement: sql.stepState, values: [entry.executionId, entry.position] }, [sql.checkpoint, written],
-    );
-    const state = stateOf(rows);
-    if (state.checkpoint || (state.status !== 'running' && state.status !== 'pending')) {
-      await tx.rollback();
-      return state;
+    let tx: OpenTransaction;
+    let status: WorkflowStatus | null = 'running';
+    if (fresh) {
+      tx = await this.transactions.beginOnFirstStatement(isolation, this.acquireWithinMs, [sql.checkpoint, written]);
+    } else {
+      const begun = await this.transactions.beginWith(
+        isolation, this.acquireWithinMs, { statement: sql.stepState, values: [entry.executionId, entry.position] }, [sql.checkpoint, written],
+      );
+      tx = begun.tx;
+      const state = stateOf(begun.rows);
+      if (state.checkpoint || (state.status !== 'running' && state.status !== 'pending')) {
+        await tx.rollback();
+        return state;
+      }
+      status = state.status;
     }
     let outcome: StepOutcome;
     try {
@@ -76,7 +93,8 @@ export class TransactionalSteps {
       await tx.rollback();
       // Postgres cut the transaction's connection (a restart): the library's failure, not the step's — run the job again
       if (lost) throw lost;
-      return { status: state.status, checkpoint: (await checkpointAlone(outcome)).checkpoint };
+      const alone = await checkpointAlone(outcome);
+      return { status, checkpoint: alone.checkpoint, execution: alone.execution };
     }
     const values = [entry.executionId, entry.position, entry.name, 'completed', JSON.stringify(outcome.result ?? null), null, entry.attempts, entry.argsHash];
     let results: QueryResultRow[][];
@@ -90,7 +108,8 @@ export class TransactionalSteps {
       if (!adopted.checkpoint) throw new Error(`checkpoint of step "${entry.name}" (#${entry.position}) of execution ${entry.executionId} raced and is not there yet; it will be retried`);
       return adopted;
     }
-    return { status: state.status, checkpoint: toCheckpoint(results[0][0] as StepRow) };
+    const row = results[0][0] as CheckpointRow;
+    return { status, checkpoint: toCheckpoint(row), execution: { status: row.execution_status, recoveryAttempts: row.recovery_attempts } };
   }
 
   private sql(): { sql: WorkflowSql; written: InlineStatement['statement'] } {

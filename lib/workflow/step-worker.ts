@@ -109,11 +109,13 @@ export class StepWorker {
       let execution: CheckpointedExecution | undefined;
       let state: StepState | undefined;
       if (step.transaction && this.transactional) {
-        // @Step({ transaction: true }): the state is read in the step's transaction, which runs it and commits its
-        // writes with its checkpoint (the explorer checked `transactional` exists)
+        // @Step({ transaction: true }): the state is read in the step's transaction (unless the job is fresh, as
+        // below), which runs it and commits its writes with its checkpoint (the explorer checked `transactional` exists)
         if (isTask) await startTask(this.store, data);
-        state = await this.transactional.run(step.transaction.isolation, { executionId: data.executionId, position: data.position, name: step.name, attempts: attempt, argsHash: data.argsHash ?? null }, run, write);
-        checkpoint = state.checkpoint;
+        const entry = { executionId: data.executionId, position: data.position, name: step.name, attempts: attempt, argsHash: data.argsHash ?? null };
+        const done = await this.transactional.run(step.transaction.isolation, entry, run, write, await this.isFreshStart(queue, job));
+        ({ checkpoint, execution } = done);
+        state = done;
       } else if (data.task) {
         // An enqueued task: one statement marks it running and reads its state, one writes its outcome and ends it.
         state = await this.store.startTaskAttempt(data.executionId, data.position);

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { IdempotencyTestingModule, Step, Workflow, WorkflowClient, WorkflowDefinitionError } from '../../lib';
 import type { StepJobData } from '../../lib/workflow/step-job';
+import { IdempotencyTransactions } from '../../lib/transaction/idempotency-transactions';
 import { StepWorker } from '../../lib/workflow/step-worker';
 import { gate, waitUntil } from '../support/resilience';
 import { sql } from '../support/test-app';
@@ -51,6 +52,21 @@ describe('@Step({ transaction: true })', () => {
     held.open();
     expect(await handle.result({ timeout: '30s' })).toBe('debited s1');
     expect(await rows(s.schema, 's1')).toBe(1);
+  });
+
+  it("a fresh job's first start reads nothing first: its START goes with the step's write, which commits with the checkpoint", async () => {
+    const transactions = app.get(IdempotencyTransactions);
+    const read = jest.spyOn(transactions, 'beginWith');
+    const deferred = jest.spyOn(transactions, 'beginOnFirstStatement');
+    const handle = await client.start(LedgerWorkflow, { id: 's0' }, { workflowId: 's0' });
+    expect(await handle.result({ timeout: '30s' })).toBe('debited s0');
+    expect(read).not.toHaveBeenCalled();
+    expect(deferred).toHaveBeenCalledTimes(1);
+    // one transaction wrote both rows
+    const [written] = await sql<{ ledger: string; checkpoint: string }>(
+      `SELECT l.xmin::text AS ledger, c.xmin::text AS checkpoint FROM "${s.schema}".ledger l, "${s.schema}".workflow_steps c
+        WHERE l.charge_id = 's0' AND c.execution_id = $1`, [handle.executionId]);
+    expect(written.ledger).toBe(written.checkpoint);
   });
 
   it('two workers finishing the same step leave its write once: the loser rolls back and adopts the checkpoint', async () => {

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defaultAppName, derivedQueuePrefix, hasHashTag, queuePrefixOf } from './queue-prefix';
+import { defaultAppName, derivedQueuePrefix, hasHashTag, slotKeyOf, queuePrefixOf } from './queue-prefix';
 
 describe('queue prefixes', () => {
   it('derive one prefix per database, schema and app, the same on every instance', () => {
@@ -42,5 +42,14 @@ describe('queue prefixes', () => {
     expect(queuePrefixOf('idem-wf-abc', 'steps', false)).toBe('idem-wf-abc');
     expect(hasHashTag('a{}b')).toBe(false);
     expect(hasHashTag('a{x}b')).toBe(true);
+  });
+
+  it('find the part of a key Redis Cluster hashes: the first non-empty hash tag, else the whole key', () => {
+    expect(slotKeyOf('{idem-wf-abc:steps}:wf-1:lock')).toBe('idem-wf-abc:steps');
+    expect(slotKeyOf('bull:steps:wf-1:lock')).toBe('bull:steps:wf-1:lock');
+    // Redis's rule: the first '{' and the first '}' after it; an empty tag hashes the whole key
+    expect(slotKeyOf('a{}b{c}')).toBe('a{}b{c}');
+    expect(slotKeyOf('a{b}{c}')).toBe('b');
+    expect(slotKeyOf('a{b')).toBe('a{b');
   });
 });

@@ -58,6 +58,13 @@ export function hasHashTag(prefix: string): boolean {
   return /\{[^}]+\}/.test(prefix);
 }
 
+/** The part of a key Redis Cluster hashes to find its slot: the hash tag when the key has one, else the whole key. */
+export function slotKeyOf(key: string): string {
+  const open = key.indexOf('{');
+  const close = open < 0 ? -1 : key.indexOf('}', open + 1);
+  return close > open + 1 ? key.slice(open + 1, close) : key;
+}
+
 /**
  * The prefix of one queue. On a Redis Cluster every key of a queue must sit in one slot: a prefix without a hash tag
  * becomes `{<prefix>:<queue>}`, so each queue gets its own slot (BullMQ's rule); elsewhere the prefix is shared.

@@ -8,7 +8,8 @@ import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { loadPeer } from '../utils/optional-peer';
 import { queueJobDefaults } from '../queues/queue-settings';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
-import { defaultAppName, derivedQueuePrefix, queuePrefixOf } from './queue-prefix';
+import { CallBatcher } from '../storage/call-batcher';
+import { defaultAppName, derivedQueuePrefix, queuePrefixOf, slotKeyOf } from './queue-prefix';
 import type { StepCheckpoint } from './workflow.interfaces';
 import type { CheckpointedExecution } from './storage/workflow.store';
 import type { RunLock } from './step-job';
@@ -74,6 +75,8 @@ export class WorkflowQueues {
   private readonly events = new Map<string, QueueEvents>();
   private readonly producers = new Map<string, QueueEventsProducer>();
   private readonly waiters = new Map<string, Set<(signal: JobSignal) => void>>();
+  /** Lock reads batched per queue (and slot), see `lockHolds`. */
+  private readonly lockReads = new Map<string, CallBatcher<string, string | null>>();
   private basePrefix?: string;
   private cluster?: Cluster;
   private closed = false;
@@ -233,13 +236,37 @@ export class WorkflowQueues {
     await (await this.rawClient(queue)).xadd(this.queue(queue).keys.events, 'MAXLEN', '~', EVENTS_MAX_LEN, '*', ...fields);
   }
 
-  /** Whether `lock.key` (a job's BullMQ lock) still holds `lock.token`; false when the read fails (BullMQ's connection waits for Redis while it is away). */
+  /**
+   * Whether `lock.key` (a job's BullMQ lock) still holds `lock.token`; false when the read fails (BullMQ's connection
+   * waits for Redis while it is away). The reads of one turn (step jobs that started together) share one MGET.
+   */
   async lockHolds(queue: string, lock: RunLock): Promise<boolean> {
     try {
-      return (await (await this.rawClient(queue)).get(lock.key)) === lock.token;
+      return (await this.lockReader(queue, lock.key).call(lock.key)) === lock.token;
     } catch {
       return false;
     }
+  }
+
+  /** The batcher of lock reads on a queue's client; on a Redis Cluster one per slot, as an MGET must stay in one. */
+  private lockReader(queue: string, key: string): CallBatcher<string, string | null> {
+    const group = this.onCluster() ? `${queue}\u0000${slotKeyOf(key)}` : queue;
+    let reader = this.lockReads.get(group);
+    if (!reader) {
+      reader = new CallBatcher<string, string | null>(
+        async (keys) => (await this.rawClient(queue)).mget(...keys),
+        async (one) => (await this.rawClient(queue)).get(one),
+      );
+      this.lockReads.set(group, reader);
+    }
+    return reader;
+  }
+
+  private onCluster(): boolean {
+    const redis = this.options.redis;
+    if (!redis) return false;
+    const c = redis.connection;
+    return 'cluster' in c || ('client' in c && c.client.isCluster === true);
   }
 
   /** The Redis client of a queue's commands: `getBackend().client` from BullMQ 6, `client` before. */

@@ -141,6 +141,11 @@ describe('on a Redis Cluster', () => {
         expect(prefixes[i]).toMatch(new RegExp(`^\\{idem-wf-[0-9a-f]{12}:${q}\\}$`));
         expect(keys.some((k) => k.startsWith(`${prefixes[i]}:${q}:`))).toBe(true);
       }
+      // Lock checks of one turn share an MGET per slot: locks of two queues (two hash tags) are answered all the same.
+      const locks = [0, 0, 1].map((q, n) => ({ key: `${prefixes[q]}:lock-test:${s.schema}-${n}:lock`, token: `token-${n}` }));
+      for (const lock of locks) await inspector.set(lock.key, lock.token);
+      expect(await Promise.all(locks.map((lock) => queues.lockHolds('steps', lock)))).toEqual([true, true, true]);
+      expect(await Promise.all(locks.map((lock) => queues.lockHolds('steps', { ...lock, token: 'another' })))).toEqual([false, false, false]);
     } finally {
       await app.close();
       own?.disconnect();

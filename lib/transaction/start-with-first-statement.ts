@@ -74,13 +74,16 @@ function queryCarryingStart(Query: PgQueryClass): CarryingQueryClass {
  * Makes the next statement sent on `client` carry `start` (a START TRANSACTION) in its own round trip, instead of
  * the START costing one of its own. Applies while `holds()` (the connection still belongs to the transaction); a
  * connection given back to the pool before any statement never sends it. `Query` is the driver's node-postgres
- * `Query` class. Statements node-postgres cannot prefix this way (a named or paged query, a custom submittable such
- * as a query stream, a callback) get the START queued ahead of them instead: same order, one more round trip.
+ * `Query` class. Statements node-postgres cannot prefix this way (a query config object, a custom submittable such
+ * as a query stream, a callback; any statement on the native client) get the START queued ahead of them instead: same
+ * order, one more round trip.
  */
 export function startWithFirstStatement(client: PoolClient, start: string, Query: PgQueryClass, holds: () => boolean): DeferredStart {
   const target = client as unknown as { query: ClientQuery };
   const ownQuery = Object.prototype.hasOwnProperty.call(target, 'query') ? target.query : undefined;
   const send = target.query;
+  // node-postgres' JavaScript client; the native one (pg-native) speaks the protocol itself and cannot carry it
+  const carries = typeof (client as unknown as { connection?: Partial<PgConnection> }).connection?.parse === 'function';
   let sent = false;
   let armed = true;
   const disarm = () => {
@@ -94,7 +97,7 @@ export function startWithFirstStatement(client: PoolClient, start: string, Query
     if (!holds()) return send.call(client, config, values, callback);
     sent = true;
     const text = typeof config === 'string' ? config : undefined;
-    if (text !== undefined && callback === undefined && (values === undefined || Array.isArray(values))) {
+    if (carries && text !== undefined && callback === undefined && (values === undefined || Array.isArray(values))) {
       const query = new (queryCarryingStart(Query))(start, text, values);
       // a submitted Query object is answered through its callback (node-postgres makes the promise only for text)
       return new Promise((resolve, reject) => {

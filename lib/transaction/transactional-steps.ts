@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { QueryResultRow } from 'pg';
 import type { CheckpointedExecution, StepOutcome } from '../workflow/storage/workflow.store';
 import { StepRow, toCheckpoint } from '../workflow/storage/postgres-workflow.store';
@@ -64,6 +65,23 @@ export class TransactionalSteps {
     isolation: TransactionIsolation, entry: StepEntry, attempt: () => Promise<StepOutcome>,
     checkpointAlone: (outcome: StepOutcome) => Promise<{ checkpoint: StepCheckpoint; execution?: CheckpointedExecution }>, fresh = false,
   ): Promise<StepState & { execution?: CheckpointedExecution }> {
+    for (let conflicts = 1; ; conflicts++) {
+      try {
+        return await this.runOnce(isolation, entry, attempt, checkpointAlone, fresh);
+      } catch (err) {
+        // At 'repeatable read' and 'serializable', Postgres aborts a transaction that conflicts with a concurrent one
+        // (the checkpoint's own reads can), and so does a deadlock: nothing of it committed, and Postgres's advice is
+        // to run it again. Failing the job instead would wait for the run to find it gone, and count as a lost job.
+        if (!isConflict(err) || conflicts >= MAX_CONFLICT_RUNS) throw err;
+        await sleep(Math.random() * CONFLICT_JITTER_MS * conflicts);
+      }
+    }
+  }
+
+  private async runOnce(
+    isolation: TransactionIsolation, entry: StepEntry, attempt: () => Promise<StepOutcome>,
+    checkpointAlone: (outcome: StepOutcome) => Promise<{ checkpoint: StepCheckpoint; execution?: CheckpointedExecution }>, fresh: boolean,
+  ): Promise<StepState & { execution?: CheckpointedExecution }> {
     const { sql, written } = this.sql();
     let tx: OpenTransaction;
     let status: WorkflowStatus | null = 'running';
@@ -125,6 +143,18 @@ export class TransactionalSteps {
     const written = sql.checkpoint.name ? { name: `${sql.checkpoint.name}_written`, text } : { text };
     return (this.statements = { sql, written });
   }
+}
+
+/** Runs of a transactional step whose transaction Postgres aborted for a conflict, at most (then the job fails as before). */
+const MAX_CONFLICT_RUNS = 10;
+/** Each run after a conflict waits a random part of this many ms times the conflicts so far, so the two sides part. */
+const CONFLICT_JITTER_MS = 10;
+
+/** A serialization failure or a deadlock: the transaction was rolled back, and running it again may succeed. */
+function isConflict(err: unknown): boolean {
+  const e = err as { code?: unknown; driverError?: { code?: unknown } } | null;
+  const code = e?.driverError?.code ?? e?.code;
+  return code === '40001' || code === '40P01';
 }
 
 /** The state `WorkflowStore.stepState` reads, from the rows of its statement. */

@@ -356,12 +356,12 @@ function lockTimeoutSetting(ms: number): string {
 
 /** lock_timeout expired while the claim waited for a lock. */
 const LOCK_NOT_AVAILABLE = '55P03';
-const SERIALIZATION_FAILURE = '40001';
-const DEADLOCK_DETECTED = '40P01';
+export const SERIALIZATION_FAILURE = '40001';
+export const DEADLOCK_DETECTED = '40P01';
 const DUPLICATE_PREPARED_STATEMENT = '42P05';
 
 /** The SQLSTATE of a failed query (TypeORM's QueryFailedError keeps pg's error as `driverError`). */
-function sqlState(err: unknown): string | undefined {
+export function sqlState(err: unknown): string | undefined {
   const e = err as { code?: unknown; driverError?: { code?: unknown } } | null;
   const code = e?.driverError?.code ?? e?.code;
   return typeof code === 'string' ? code : undefined;

@@ -9,6 +9,7 @@ import { IdempotencyConnections } from '../storage/idempotency-connections';
 import { withPreparedStatements } from '../storage/postgres/statements';
 import { withTransaction } from './current-transaction';
 import { IdempotencyTransactions, OpenTransaction } from './idempotency-transactions';
+import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, sqlState } from './postgres-transactions';
 import type { InlineStatement } from './inline-statement';
 import type { TransactionIsolation } from './transaction-options';
 
@@ -152,9 +153,8 @@ const CONFLICT_JITTER_MS = 10;
 
 /** A serialization failure or a deadlock: the transaction was rolled back, and running it again may succeed. */
 function isConflict(err: unknown): boolean {
-  const e = err as { code?: unknown; driverError?: { code?: unknown } } | null;
-  const code = e?.driverError?.code ?? e?.code;
-  return code === '40001' || code === '40P01';
+  const code = sqlState(err);
+  return code === SERIALIZATION_FAILURE || code === DEADLOCK_DETECTED;
 }
 
 /** The state `WorkflowStore.stepState` reads, from the rows of its statement. */

@@ -22,20 +22,31 @@ function observed<T extends object>(
 ): T {
   if (observer instanceof NoopObserver) return target;
   const wrappers = new Map<string, AnyCall>();
+  // Every method comes back bound to the store itself: called on the proxy, its own `this.…` reads would each go
+  // through this trap (several per call on the hot path).
+  const bound = new Map<string, { method: AnyCall; bound: AnyCall }>();
   return new Proxy(target, {
     get(object, property, receiver) {
       const value: unknown = Reflect.get(object, property, receiver);
-      // Not recording (no OpenTelemetry provider registered yet): the store's own method, no wrapper at all.
-      if (typeof property !== 'string' || typeof value !== 'function' || !(property in operations) || !observer.isRecording()) return value;
+      if (typeof property !== 'string' || typeof value !== 'function' || property === 'constructor') return value;
       // A method replaced on the instance (a test's spy, a patch) is returned as it is: it reads back as itself, and
       // it calls through to the observed method it replaced.
       if (Object.prototype.hasOwnProperty.call(object, property)) return value;
+      const method = value as AnyCall;
+      // Not recording (no OpenTelemetry provider registered yet): the store's own method, no wrapper at all.
+      if (!(property in operations) || !observer.isRecording()) {
+        let entry = bound.get(property);
+        if (entry?.method !== method) {
+          entry = { method, bound: method.bind(object) };
+          bound.set(property, entry);
+        }
+        return entry.bound;
+      }
       let wrapper = wrappers.get(property);
       if (!wrapper) {
         const spec = operations[property];
-        const method = value as AnyCall;
-        wrapper = async function (this: unknown, ...args: unknown[]) {
-          const result = await observer.storeCall(store, spec.name ?? property, spec.scopeArg?.(args), () => method.apply(this, args));
+        wrapper = async function (...args: unknown[]) {
+          const result = await observer.storeCall(store, spec.name ?? property, spec.scopeArg?.(args), () => method.apply(object, args));
           spec.after?.(observer, args, result);
           return result;
         };

@@ -53,12 +53,15 @@ describe('observer activation', () => {
     const cache = app.get(IdempotencyCache);
     expect(store).toBeInstanceOf(PostgresIdempotencyStore);
     expect(cache).toBeInstanceOf(RedisIdempotencyCache);
-    // The store's own methods, not the observer's timing wrappers.
-    expect(store.claim).toBe(PostgresIdempotencyStore.prototype.claim);
-    expect(store.complete).toBe(PostgresIdempotencyStore.prototype.complete);
-    expect(cache.lookup).toBe(RedisIdempotencyCache.prototype.lookup);
+    // The store's own methods (bound to the store), not the observer's timing wrappers: nothing is handed to it.
+    expect(store.claim.name).toBe('bound claim');
+    expect(store.complete.name).toBe('bound complete');
+    expect(cache.lookup.name).toBe('bound lookup');
+    const storeCalls = jest.spyOn(observer, 'storeCall');
     expect((await pay('before-1')).status).toBe(201);
     expect((await pay('before-1')).headers['idempotent-replayed']).toBe('true');
+    expect(storeCalls).not.toHaveBeenCalled();
+    storeCalls.mockRestore();
     expect(observer.isRecording()).toBe(false);
   });
 
@@ -77,7 +80,7 @@ describe('observer activation', () => {
       return spans.getFinishedSpans().some((s) => s.name === 'idempotency.postgres.claim');
     });
     expect(app.get(IdempotencyObserver).isRecording()).toBe(true);
-    expect(app.get(IdempotencyStore).claim).not.toBe(PostgresIdempotencyStore.prototype.claim);
+    expect(app.get(IdempotencyStore).claim.name).not.toBe('bound claim');
     // The traced request may have begun its decision before activation (its outcome then went uncounted): one more
     // new key runs wholly after it.
     expect((await pay(`after-${n++}`)).status).toBe(201);

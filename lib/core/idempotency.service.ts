@@ -23,6 +23,7 @@ import { activeTransaction } from '../transaction/current-transaction';
 import type { ClaimAttempt } from '../transaction/claim-statement';
 import { IdempotencyTransactions, OpenTransaction } from '../transaction/idempotency-transactions';
 import { TransactionalCall } from '../transaction/transactional-call';
+import { isConflictOfOurs, MAX_CONFLICT_RUNS, pauseAfterConflict } from '../transaction/transaction-conflicts';
 import { TransactionIsolation, transactionOptionProblems } from '../transaction/transaction-options';
 import { IdempotencyObserver, NoopObserver } from '../observability/idempotency-observer';
 
@@ -213,7 +214,8 @@ export class IdempotencyService {
   /**
    * Runs `fn` at most once per `key` (at least once across crashes: a dead holder's lease expires and
    * the next caller takes over). Duplicates get the stored result, a DuplicateExecutionError, or wait,
-   * as `onDuplicate` says; a failure releases the key unless `onFailure` is `"lock"`.
+   * as `onDuplicate` says; a failure releases the key unless `onFailure` is `"lock"`. With `transaction: true`, a
+   * transaction Postgres aborts for a conflict at the completion or COMMIT runs again in place (at most 10 times).
    */
   async run<T>(key: string, fn: () => T | Promise<T>, options: RunOptions = {}): Promise<Awaited<T>> {
     const settings = resolveRunOptions(options);
@@ -225,6 +227,23 @@ export class IdempotencyService {
       leaseMs: settings.leaseMs,
       ttlMs: settings.ttlMs,
     };
+    // Inside an outer transaction a conflict aborts that one: it is the outer work's to run again, not this call's.
+    if (!settings.transaction || activeTransaction()) return this.runOnce(request, fn, options, settings);
+    for (let conflicts = 1; ; conflicts++) {
+      try {
+        return await this.runOnce(request, fn, options, settings);
+      } catch (err) {
+        // Postgres aborted the call's transaction for a conflict with a concurrent one ('repeatable read' and
+        // 'serializable' do; a deadlock too) at the claim, the completion or the COMMIT: nothing of it committed,
+        // not even the claim, and Postgres's advice is to run it again — `fn` included, as after a crash.
+        if (!isConflictOfOurs(err) || conflicts >= MAX_CONFLICT_RUNS) throw err;
+        await pauseAfterConflict(conflicts);
+      }
+    }
+  }
+
+  private async runOnce<T>(request: ClaimRequest, fn: () => T | Promise<T>, options: RunOptions, settings: RunSettings): Promise<Awaited<T>> {
+    const key = request.key;
     const waitStarted = Date.now();
     const waitMs = options.onDuplicate === 'wait' ? settings.waitMs : 0;
     const begun = settings.transaction

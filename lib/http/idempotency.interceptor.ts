@@ -8,6 +8,7 @@ import { BodyNotFingerprintableError } from '../errors/body-not-fingerprintable.
 import { IdempotencyInputTooLongError } from '../errors/idempotency-input-too-long.error';
 import { StoreUnavailableError } from '../errors/store-unavailable.error';
 import { TransactionalCall } from '../transaction/transactional-call';
+import { isConflictOfOurs } from '../transaction/transaction-conflicts';
 import { REPLAYED_HEADER, RESOLVED_IDEMPOTENCY_OPTIONS, UNPROTECTED_HEADER } from '../idempotency.constants';
 import type { IdempotencyRequest } from '../interfaces/idempotency-options.interface';
 import type { ResolvedHttpOptions, ResolvedOptions } from '../interfaces/resolved-options';
@@ -296,7 +297,15 @@ export class IdempotencyInterceptor implements NestInterceptor {
       await (failure !== undefined || sent.status >= 400 ? tx.storeFailure(stored) : tx.commitWith(stored));
       return undefined;
     } catch (err) {
-      this.logger.error(`the transaction of key "${tx.claim.key}" did not commit, its writes were rolled back: ${messageOf(err)}`);
+      const why = `the transaction of key "${tx.claim.key}" did not commit, its writes were rolled back: ${messageOf(err)}`;
+      if (isConflictOfOurs(err)) {
+        // Expected now and then at 'repeatable read' and 'serializable': not an outage, and the key is free again.
+        this.logger.warn(why);
+        return problemReplacement(new IdempotencyProblemException(
+          'transaction-conflict', 'Postgres aborted this request\'s transaction for a conflict with a concurrent one; nothing of it was committed. Retry with the same key', { 'Retry-After': '1' },
+        ), this.options.http.problemTypeBase);
+      }
+      this.logger.error(why);
       const problem = err instanceof LeaseLostError
         ? new IdempotencyProblemException('in-progress', 'another request took this key over before this one committed; its writes were rolled back. Retry with the same key to get that request\'s response', { 'Retry-After': '1' })
         : new IdempotencyProblemException('store-unavailable', 'the outcome of this request could not be committed; its writes were rolled back. Retry with the same key later', { 'Retry-After': '1' });

@@ -18,6 +18,7 @@ export const IDEMPOTENCY_PROBLEMS = {
   'body-not-fingerprintable': { status: 415, title: 'Request body cannot be fingerprinted' },
   'key-reused': { status: 422, title: 'Idempotency key reused with a different request' },
   'in-progress': { status: 409, title: 'A request with this idempotency key is in progress' },
+  'transaction-conflict': { status: 409, title: 'The request\'s transaction conflicted with a concurrent one' },
   'store-unavailable': { status: 503, title: 'Idempotency store unavailable' },
 } as const;
 

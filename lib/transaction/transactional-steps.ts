@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { QueryResultRow } from 'pg';
 import type { CheckpointedExecution, StepOutcome } from '../workflow/storage/workflow.store';
 import { StepRow, toCheckpoint } from '../workflow/storage/postgres-workflow.store';
@@ -9,7 +8,7 @@ import { IdempotencyConnections } from '../storage/idempotency-connections';
 import { withPreparedStatements } from '../storage/postgres/statements';
 import { withTransaction } from './current-transaction';
 import { IdempotencyTransactions, OpenTransaction } from './idempotency-transactions';
-import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, sqlState } from './postgres-transactions';
+import { isConflict, MAX_CONFLICT_RUNS, pauseAfterConflict } from './transaction-conflicts';
 import type { InlineStatement } from './inline-statement';
 import type { TransactionIsolation } from './transaction-options';
 
@@ -74,7 +73,7 @@ export class TransactionalSteps {
         // (the checkpoint's own reads can), and so does a deadlock: nothing of it committed, and Postgres's advice is
         // to run it again. Failing the job instead would wait for the run to find it gone, and count as a lost job.
         if (!isConflict(err) || conflicts >= MAX_CONFLICT_RUNS) throw err;
-        await sleep(Math.random() * CONFLICT_JITTER_MS * conflicts);
+        await pauseAfterConflict(conflicts);
       }
     }
   }
@@ -144,17 +143,6 @@ export class TransactionalSteps {
     const written = sql.checkpoint.name ? { name: `${sql.checkpoint.name}_written`, text } : { text };
     return (this.statements = { sql, written });
   }
-}
-
-/** Runs of a transactional step whose transaction Postgres aborted for a conflict, at most (then the job fails as before). */
-const MAX_CONFLICT_RUNS = 10;
-/** Each run after a conflict waits a random part of this many ms times the conflicts so far, so the two sides part. */
-const CONFLICT_JITTER_MS = 10;
-
-/** A serialization failure or a deadlock: the transaction was rolled back, and running it again may succeed. */
-function isConflict(err: unknown): boolean {
-  const code = sqlState(err);
-  return code === SERIALIZATION_FAILURE || code === DEADLOCK_DETECTED;
 }
 
 /** The state `WorkflowStore.stepState` reads, from the rows of its statement. */

@@ -8,6 +8,7 @@ import { consoleCommand } from '../../lib/cli/console-command';
 import { gate, waitUntil } from '../support/resilience';
 import { createTestApp, databaseUrl, sql, uniqueSchema } from '../support/test-app';
 import { FAST, uniquePrefix } from '../workflow/support';
+import { nodeEntry } from '../support/node-entry';
 
 jest.setTimeout(90_000);
 
@@ -38,7 +39,7 @@ function bin(schema: string, ...args: string[]): Promise<{ code: number; out: st
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['-r', 'ts-node/register/transpile-only', join(ROOT, 'lib', 'cli', 'nestjs-idempotency.ts'), ...args],
+      [...nodeEntry(join(ROOT, 'lib', 'cli', 'nestjs-idempotency.ts')), ...args],
       { cwd: ROOT, env: { ...process.env, DATABASE_URL: databaseUrl(), IDEMPOTENCY_SCHEMA: schema } },
       (error, out, err) => resolve({ code: error ? Number(error.code ?? 1) : 0, out, err }),
     );

@@ -10,6 +10,7 @@ import { databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
 import { AUDITED, InvoiceService } from './fixtures/invoices';
 import { appliedTo } from '../support/applied-method-decorator';
 import { countHeldKeyAnswers } from '../support/held-key-answers';
+import { nodeEntry } from '../support/node-entry';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -230,7 +231,7 @@ describe.each([
 
     /** A worker process calling longJob(id, ms); with 'hold', its call holds the key once its run is recorded until release(). */
     function startWorker(id: string, ms: number | 'hold'): { child: ChildProcess; output: () => string; exited: Promise<number | null>; release: () => void } {
-      const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', join(__dirname, 'fixtures', 'guard-worker.ts'), id, String(ms)], {
+      const child = spawn(process.execPath, [...nodeEntry(join(__dirname, 'fixtures', 'guard-worker.ts')), id, String(ms)], {
         cwd: ROOT,
         env: { ...process.env, TEST_SCHEMA: schema, DATABASE_URL: databaseUrl(), REDIS_URL: redisUrl(), TS_NODE_PROJECT: join(ROOT, 'tsconfig.json') },
         stdio: ['pipe', 'pipe', 'inherit'],

@@ -7,6 +7,7 @@ import { BeginResult, ClaimRequest, IdempotencyModule, IdempotencyService } from
 import { waitUntil } from '../support/resilience';
 import { databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
 import { CaptureService } from './fixtures/captures';
+import { nodeEntry } from '../support/node-entry';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -17,7 +18,7 @@ class Worker {
   readonly exited: Promise<unknown>;
 
   constructor(schema: string) {
-    this.proc = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', join(__dirname, 'fixtures', 'capture-worker.ts')], {
+    this.proc = spawn(process.execPath, nodeEntry(join(__dirname, 'fixtures', 'capture-worker.ts')), {
       cwd: ROOT,
       env: { ...process.env, TEST_SCHEMA: schema, DATABASE_URL: databaseUrl(), REDIS_URL: redisUrl(), TS_NODE_PROJECT: join(ROOT, 'tsconfig.json') },
       stdio: ['pipe', 'pipe', 'inherit'],

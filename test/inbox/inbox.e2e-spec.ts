@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { NestFactory } from '@nestjs/core';
 import { IdempotencyConfigError, IdempotencyModule, InboxService } from '../../lib';
 import { databaseUrl, sql, uniqueSchema } from '../support/test-app';
+import { nodeEntry } from '../support/node-entry';
 
 describe('InboxService', () => {
   const schema = uniqueSchema('inbox');
@@ -124,7 +125,7 @@ describe('InboxService', () => {
 
   it('leaves no trace of a consumer killed with SIGKILL mid-handler, so the redelivery runs', async () => {
     const root = join(__dirname, '..', '..');
-    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', join(__dirname, 'fixtures', 'inbox-worker.ts'), 'evt-crash'], {
+    const child = spawn(process.execPath, [...nodeEntry(join(__dirname, 'fixtures', 'inbox-worker.ts')), 'evt-crash'], {
       cwd: root,
       env: { ...process.env, TEST_SCHEMA: schema, TS_NODE_PROJECT: join(root, 'tsconfig.json') },
       stdio: ['ignore', 'pipe', 'inherit'],

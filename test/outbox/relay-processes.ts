@@ -1,5 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { nodeEntry } from '../support/node-entry';
 
 const FIXTURE = join(__dirname, 'fixtures', 'relay-process.ts');
 
@@ -14,7 +15,7 @@ export interface RelayChild {
 
 /** Starts a relay process on the schema; stop it with `stop` (by its handle, never by name). */
 export function spawnRelay(env: Record<string, string>): RelayChild {
-  const proc = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', FIXTURE], {
+  const proc = spawn(process.execPath, nodeEntry(FIXTURE), {
     cwd: join(__dirname, '..', '..'),
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -6,6 +6,7 @@ import request from 'supertest';
 import { IdempotencyService } from '../../lib';
 import { gate, listen, redisKeys, sleep, waitUntil } from '../support/resilience';
 import { ADAPTERS, createTestApp, redisUrl, sql, uniqueSchema } from '../support/test-app';
+import { nodeEntry } from '../support/node-entry';
 
 const ROOT = join(__dirname, '..', '..');
 const FIXTURE = join(__dirname, 'fixtures', 'crash-app.ts');
@@ -29,7 +30,7 @@ class CrashApp {
   }
 
   static async start(env: Record<string, string>): Promise<{ child: CrashApp; url: string }> {
-    const proc = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', FIXTURE], {
+    const proc = spawn(process.execPath, nodeEntry(FIXTURE), {
       cwd: ROOT,
       env: { ...process.env, TS_NODE_PROJECT: join(ROOT, 'tsconfig.json'), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -9,6 +9,7 @@ import { DataSource, MigrationInterface, QueryRunner } from 'typeorm';
 import { IDEMPOTENCY_MIGRATIONS, IdempotencyModule, IdempotencyModuleOptions, IdempotencySchemaError } from '../../lib';
 import { IDEMPOTENCY_MIGRATION_CLASSES, IDEMPOTENCY_MIGRATIONS_TABLE } from '../../migrations';
 import { databaseUrl, sql, uniqueSchema } from '../support/test-app';
+import { nodeEntry } from '../support/node-entry';
 
 const ROOT = join(__dirname, '..', '..');
 const ALL = IDEMPOTENCY_MIGRATION_CLASSES.map((m) => m.name);
@@ -99,7 +100,7 @@ function cli(args: string[], env: Record<string, string | undefined> = {}): Prom
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['-r', 'ts-node/register/transpile-only', join(ROOT, 'lib', 'cli', 'nestjs-idempotency.ts'), ...args],
+      [...nodeEntry(join(ROOT, 'lib', 'cli', 'nestjs-idempotency.ts')), ...args],
       { cwd: ROOT, env: { ...process.env, DATABASE_URL: undefined, IDEMPOTENCY_SCHEMA: undefined, ...env } },
       (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );

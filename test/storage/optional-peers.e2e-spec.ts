@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
+import { nodeEntry } from '../support/node-entry';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -9,7 +10,7 @@ function runWithout(blocked: string[], mode: string, schema: string): Promise<Re
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
-      ['-r', join(__dirname, 'fixtures', 'block-peers.js'), '-r', 'ts-node/register/transpile-only', join(__dirname, 'fixtures', 'without-peers.ts')],
+      ['-r', join(__dirname, 'fixtures', 'block-peers.js'), ...nodeEntry(join(__dirname, 'fixtures', 'without-peers.ts'))],
       { cwd: ROOT, env: { ...process.env, BLOCK_PEERS: blocked.join(','), MODE: mode, TEST_SCHEMA: schema, DATABASE_URL: databaseUrl(), REDIS_URL: redisUrl() } },
       (error, stdout, stderr) => {
         const line = stdout.split('\n').find((l) => l.startsWith('RESULT '));

@@ -9,6 +9,7 @@ import request from 'supertest';
 import { currentTransaction, Idempotent } from '../../lib';
 import { listen, waitUntil } from '../support/resilience';
 import { ADAPTERS, createTestApp, databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
+import { nodeEntry } from '../support/node-entry';
 
 jest.setTimeout(120_000);
 
@@ -46,7 +47,7 @@ describe.each(ADAPTERS)('transactional route killed with SIGKILL mid-charge (%s)
 
   it('leaves no ledger row; the retry charges exactly once', async () => {
     ledgerTable = `"${schema}".ledger`;
-    const child: ChildProcess = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', join(__dirname, 'fixtures', 'tx-crash-app.ts')], {
+    const child: ChildProcess = spawn(process.execPath, nodeEntry(join(__dirname, 'fixtures', 'tx-crash-app.ts')), {
       cwd: ROOT,
       env: { ...process.env, DATABASE_URL: databaseUrl(), REDIS_URL: redisUrl(), IDEM_SCHEMA: schema, IDEM_ADAPTER: adapter, TS_NODE_PROJECT: join(ROOT, 'tsconfig.json') },
       stdio: ['ignore', 'pipe', 'inherit'],

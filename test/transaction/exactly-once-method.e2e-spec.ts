@@ -15,6 +15,7 @@ import { gate, sleep, waitUntil } from '../support/resilience';
 import { databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
 import { LedgerService } from './fixtures/ledger';
 import { appliedTo } from '../support/applied-method-decorator';
+import { nodeEntry } from '../support/node-entry';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -32,7 +33,7 @@ describe('transaction: true on @IdempotentMethod() and IdempotencyService.run()'
   ))[0].n);
   /** A process that charges `id` and holds its transaction open (fixtures/ledger-worker.ts). */
   const spawnLedgerWorker = (id: string): { process: ChildProcess; wrote: Promise<unknown>; kill: () => Promise<void> } => {
-    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', join(__dirname, 'fixtures', 'ledger-worker.ts'), id], {
+    const child = spawn(process.execPath, [...nodeEntry(join(__dirname, 'fixtures', 'ledger-worker.ts')), id], {
       cwd: ROOT,
       env: { ...process.env, TEST_SCHEMA: schema, DATABASE_URL: databaseUrl(), REDIS_URL: redisUrl(), TS_NODE_PROJECT: join(ROOT, 'tsconfig.json') },
       stdio: ['ignore', 'pipe', 'inherit'],

@@ -11,6 +11,7 @@ import { gate, waitUntil } from '../support/resilience';
 import { sql } from '../support/test-app';
 import { bootWorkflowApp, scenario } from '../workflow/support';
 import { LedgerWorkflow } from './fixtures/ledger.workflow';
+import { nodeEntry } from '../support/node-entry';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -131,7 +132,7 @@ describe('@Step({ transaction: true }) in a worker killed with SIGKILL mid-step'
     // This process only starts the workflow (workers off): the child is the one that runs the step.
     const starter = await bootWorkflowApp(s, [LedgerWorkflow], { workers: false });
     apps.push(starter.app);
-    const child: ChildProcess = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', join(__dirname, 'fixtures', 'step-worker-process.ts')], {
+    const child: ChildProcess = spawn(process.execPath, nodeEntry(join(__dirname, 'fixtures', 'step-worker-process.ts')), {
       cwd: ROOT,
       env: { ...process.env, DATABASE_URL: s.databaseUrl, REDIS_URL: s.redisUrl, WF_SCHEMA: s.schema, WF_PREFIX: s.prefix, TS_NODE_PROJECT: join(ROOT, 'tsconfig.json') },
       stdio: ['ignore', 'pipe', 'inherit'],

@@ -1,6 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { Scenario } from './support';
+import { nodeEntry } from '../support/node-entry';
 
 const FIXTURE = join(__dirname, 'fixtures', 'worker-process.ts');
 
@@ -15,7 +16,7 @@ export interface Child {
 
 /** Spawns the fixture (worker-process.ts unless another is named) with the scenario's settings; stop it with `kill` (by its handle, never by name). */
 export function spawnWorker(s: Scenario, env: Record<string, string> = {}, fixture = FIXTURE): Child {
-  const proc = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', fixture], {
+  const proc = spawn(process.execPath, nodeEntry(fixture), {
     cwd: join(__dirname, '..', '..'),
     env: { ...process.env, DATABASE_URL: s.databaseUrl, REDIS_URL: s.redisUrl, WF_SCHEMA: s.schema, WF_PREFIX: s.prefix, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

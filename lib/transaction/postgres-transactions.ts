@@ -10,7 +10,9 @@ import type { ClaimAttempt } from './claim-statement';
 import { dataSourceOf } from './cls/transaction-host-binding';
 import { InlineStatement, inlineStatementText } from './inline-statement';
 import { IdempotencyTransactions, OpenTransaction } from './idempotency-transactions';
+import { sqlState } from './sql-state';
 import { DeferredStart, startWithFirstStatement } from './start-with-first-statement';
+import { isConflict } from './transaction-conflicts';
 import type { TransactionIsolation } from './transaction-options';
 
 const ISOLATION_LEVELS = {
@@ -97,7 +99,7 @@ export class PostgresTransactions extends IdempotencyTransactions {
         await opened.tx.rollback();
         throw new StoreUnavailableError(opened.failure);
       }
-      if (code === SERIALIZATION_FAILURE || code === DEADLOCK_DETECTED) return { tx: opened.tx, outcome: 'raced' };
+      if (isConflict(opened.failure)) return { tx: opened.tx, outcome: 'raced' };
       await opened.tx.rollback();
       throw opened.failure;
     }
@@ -356,16 +358,7 @@ function lockTimeoutSetting(ms: number): string {
 
 /** lock_timeout expired while the claim waited for a lock. */
 const LOCK_NOT_AVAILABLE = '55P03';
-export const SERIALIZATION_FAILURE = '40001';
-export const DEADLOCK_DETECTED = '40P01';
 const DUPLICATE_PREPARED_STATEMENT = '42P05';
-
-/** The SQLSTATE of a failed query (TypeORM's QueryFailedError keeps pg's error as `driverError`). */
-export function sqlState(err: unknown): string | undefined {
-  const e = err as { code?: unknown; driverError?: { code?: unknown } } | null;
-  const code = e?.driverError?.code ?? e?.code;
-  return typeof code === 'string' ? code : undefined;
-}
 
 /**
  * Whether TypeORM has subscribers to tell about the commit: without any, its broadcast is a few promises and

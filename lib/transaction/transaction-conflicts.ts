@@ -1,12 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { StoreRejectedError } from '../errors/store-rejected.error';
 import { StoreUnavailableError } from '../errors/store-unavailable.error';
-import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, sqlState } from './postgres-transactions';
+import { sqlState } from './sql-state';
 
 /** Runs of a transaction that Postgres aborted for a conflict, at most (the last conflict is then thrown). */
 export const MAX_CONFLICT_RUNS = 10;
 /** Each run after a conflict waits a random part of this many ms times the conflicts so far, so the two sides part. */
 const CONFLICT_JITTER_MS = 10;
+
+const SERIALIZATION_FAILURE = '40001';
+const DEADLOCK_DETECTED = '40P01';
 
 /** A serialization failure or a deadlock: the transaction was rolled back, and running it again may succeed. */
 export function isConflict(err: unknown): boolean {
@@ -15,14 +17,25 @@ export function isConflict(err: unknown): boolean {
 }
 
 /**
- * The library's own statements of a transaction (the claim, the completion, the COMMIT) failed for a conflict: the
- * store error they were reported as wraps it. A conflict raised by the work's own statements is not one of these.
+ * The library's own ending of a transaction (the completion and its COMMIT) failed for a conflict: the store error it
+ * was reported as wraps it. A conflict raised by the work's own statements is not one of these, and one at the claim
+ * never leaves the engine (the claim is tried again there).
  */
 export function isConflictOfOurs(err: unknown): boolean {
-  return (err instanceof StoreUnavailableError || err instanceof StoreRejectedError) && isConflict(err.cause);
+  return err instanceof StoreUnavailableError && isConflict(err.cause);
 }
 
-/** The wait before the next run, after `conflicts` conflicts so far. */
-export function pauseAfterConflict(conflicts: number): Promise<void> {
-  return sleep(Math.random() * CONFLICT_JITTER_MS * conflicts);
+/**
+ * Runs `once`, and again after a short random wait each time it fails with an error `conflicted` calls a conflict
+ * (Postgres's advice for those), at most {@link MAX_CONFLICT_RUNS} times; any other error, or the last conflict, is thrown.
+ */
+export async function runAgainOnConflict<T>(once: () => Promise<T>, conflicted: (err: unknown) => boolean): Promise<T> {
+  for (let conflicts = 1; ; conflicts++) {
+    try {
+      return await once();
+    } catch (err) {
+      if (!conflicted(err) || conflicts >= MAX_CONFLICT_RUNS) throw err;
+      await sleep(Math.random() * CONFLICT_JITTER_MS * conflicts);
+    }
+  }
 }

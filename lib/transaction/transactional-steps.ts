@@ -8,7 +8,7 @@ import { IdempotencyConnections } from '../storage/idempotency-connections';
 import { withPreparedStatements } from '../storage/postgres/statements';
 import { withTransaction } from './current-transaction';
 import { IdempotencyTransactions, OpenTransaction } from './idempotency-transactions';
-import { isConflict, MAX_CONFLICT_RUNS, pauseAfterConflict } from './transaction-conflicts';
+import { isConflict, runAgainOnConflict } from './transaction-conflicts';
 import type { InlineStatement } from './inline-statement';
 import type { TransactionIsolation } from './transaction-options';
 
@@ -65,17 +65,10 @@ export class TransactionalSteps {
     isolation: TransactionIsolation, entry: StepEntry, attempt: () => Promise<StepOutcome>,
     checkpointAlone: (outcome: StepOutcome) => Promise<{ checkpoint: StepCheckpoint; execution?: CheckpointedExecution }>, fresh = false,
   ): Promise<StepState & { execution?: CheckpointedExecution }> {
-    for (let conflicts = 1; ; conflicts++) {
-      try {
-        return await this.runOnce(isolation, entry, attempt, checkpointAlone, fresh);
-      } catch (err) {
-        // At 'repeatable read' and 'serializable', Postgres aborts a transaction that conflicts with a concurrent one
-        // (the checkpoint's own reads can), and so does a deadlock: nothing of it committed, and Postgres's advice is
-        // to run it again. Failing the job instead would wait for the run to find it gone, and count as a lost job.
-        if (!isConflict(err) || conflicts >= MAX_CONFLICT_RUNS) throw err;
-        await pauseAfterConflict(conflicts);
-      }
-    }
+    // At 'repeatable read' and 'serializable', Postgres aborts a transaction that conflicts with a concurrent one
+    // (the checkpoint's own reads can), and so does a deadlock: nothing of it committed, and Postgres's advice is
+    // to run it again. Failing the job instead would wait for the run to find it gone, and count as a lost job.
+    return runAgainOnConflict(() => this.runOnce(isolation, entry, attempt, checkpointAlone, fresh), isConflict);
   }
 
   private async runOnce(

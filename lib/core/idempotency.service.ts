@@ -23,7 +23,7 @@ import { activeTransaction } from '../transaction/current-transaction';
 import type { ClaimAttempt } from '../transaction/claim-statement';
 import { IdempotencyTransactions, OpenTransaction } from '../transaction/idempotency-transactions';
 import { TransactionalCall } from '../transaction/transactional-call';
-import { isConflictOfOurs, runAgainOnConflict } from '../transaction/transaction-conflicts';
+import { abortedForConflict, runAgainOnConflict } from '../transaction/transaction-conflicts';
 import { TransactionIsolation, transactionOptionProblems } from '../transaction/transaction-options';
 import { IdempotencyObserver, NoopObserver } from '../observability/idempotency-observer';
 
@@ -230,9 +230,9 @@ export class IdempotencyService {
     // Inside an outer transaction a conflict aborts that one: it is the outer work's to run again, not this call's.
     if (!settings.transaction || activeTransaction()) return this.runOnce(request, fn, options, settings);
     // Postgres aborted the call's transaction for a conflict with a concurrent one ('repeatable read' and
-    // 'serializable' do; a deadlock too) at the completion or the COMMIT: nothing of it committed, not even the
-    // claim, and Postgres's advice is to run it again — `fn` included, as after a crash.
-    return runAgainOnConflict(() => this.runOnce(request, fn, options, settings), isConflictOfOurs);
+    // 'serializable' do; a deadlock too), under one of `fn`'s statements or at the completion or the COMMIT: nothing
+    // of it committed, not even the claim, and Postgres's advice is to run it again — `fn` included, as after a crash.
+    return runAgainOnConflict(() => this.runOnce(request, fn, options, settings), abortedForConflict);
   }
 
   private async runOnce<T>(request: ClaimRequest, fn: () => T | Promise<T>, options: RunOptions, settings: RunSettings): Promise<Awaited<T>> {

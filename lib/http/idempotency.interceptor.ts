@@ -8,7 +8,7 @@ import { BodyNotFingerprintableError } from '../errors/body-not-fingerprintable.
 import { IdempotencyInputTooLongError } from '../errors/idempotency-input-too-long.error';
 import { StoreUnavailableError } from '../errors/store-unavailable.error';
 import { TransactionalCall } from '../transaction/transactional-call';
-import { isConflictOfOurs } from '../transaction/transaction-conflicts';
+import { isConflict, isConflictOfOurs } from '../transaction/transaction-conflicts';
 import { REPLAYED_HEADER, RESOLVED_IDEMPOTENCY_OPTIONS, UNPROTECTED_HEADER } from '../idempotency.constants';
 import type { IdempotencyRequest } from '../interfaces/idempotency-options.interface';
 import type { ResolvedHttpOptions, ResolvedOptions } from '../interfaces/resolved-options';
@@ -232,6 +232,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
     } catch (err) {
       failure = err;
       capture.handlerDone(route.http.leaseMs);
+      // Postgres aborted the request's transaction under the handler's own statement: answered as a conflict at the
+      // COMMIT is (see settleTransaction), not as the handler's 500.
+      if (tx && isConflict(err)) throw this.problem(response, transactionConflict());
       throw err;
     }
     capture.handlerDone(route.http.leaseMs);
@@ -283,6 +286,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
    * problem instead: the client never sees an outcome whose writes were undone.
    */
   private async settleTransaction(tx: TransactionalCall, sent: WireResponse, route: RouteSettings, failure: unknown): Promise<ResponseReplacement | undefined> {
+    if (isConflict(failure)) {
+      // Nothing of the transaction can commit, and nothing is stored: the key is free at once, the client was told
+      // 409 transaction-conflict (see run) and its retry runs the handler.
+      this.logger.warn(`the transaction of key "${tx.claim.key}" was aborted for a conflict under the handler's statement, its writes were rolled back: ${messageOf(failure)}`);
+      await tx.abandon();
+      return undefined;
+    }
     if (failure instanceof HandlerNeverStartedError || !isFinalStatus(sent.status, route.http)) {
       const released = await tx.releaseWith(failure === undefined ? undefined : { message: messageOf(failure) });
       // The handler failed and Postgres could not even roll its transaction back cleanly: its connection failed (a
@@ -301,9 +311,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       if (isConflictOfOurs(err)) {
         // Expected now and then at 'repeatable read' and 'serializable': not an outage, and the key is free again.
         this.logger.warn(why);
-        return problemReplacement(new IdempotencyProblemException(
-          'transaction-conflict', 'Postgres aborted this request\'s transaction for a conflict with a concurrent one; nothing of it was committed. Retry with the same key', { 'Retry-After': '1' },
-        ), this.options.http.problemTypeBase);
+        return problemReplacement(transactionConflict(), this.options.http.problemTypeBase);
       }
       this.logger.error(why);
       const problem = err instanceof LeaseLostError
@@ -405,6 +413,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
     this.routes.set(handler, settings);
     return settings;
   }
+}
+
+/** Postgres aborted the request's transaction for a conflict (under the handler's statement or at the COMMIT). */
+function transactionConflict(): IdempotencyProblemException {
+  return new IdempotencyProblemException(
+    'transaction-conflict', 'Postgres aborted this request\'s transaction for a conflict with a concurrent one; nothing of it was committed. Retry with the same key', { 'Retry-After': '1' },
+  );
 }
 
 /** A problem as the bytes sent in place of a held response. */

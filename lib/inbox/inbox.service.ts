@@ -3,6 +3,7 @@ import { IdempotencyObserver, NoopObserver } from '../observability/idempotency-
 import type { EntityManager } from 'typeorm';
 import { quoteIdent } from '../storage/postgres/idempotency.sql';
 import { withTransaction } from '../transaction/current-transaction';
+import { isConflict, runAgainOnConflict } from '../transaction/transaction-conflicts';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
 import { checkInboxIdentifiers } from './inbox-identifiers';
 
@@ -20,7 +21,8 @@ export interface InboxBatchOutcome<M, T> {
 /**
  * Processes each message once for at-least-once transports (queues, webhooks, brokers): the message id
  * is recorded with `INSERT … ON CONFLICT DO NOTHING` in the same transaction as the handler's own writes.
- * A crash or an error rolls both back, so a redelivery runs again; a duplicate after commit is skipped.
+ * A crash or an error rolls both back, so a redelivery runs again; a duplicate after commit is skipped. A transaction
+ * Postgres aborts for a conflict (a deadlock) runs again in place, up to 10 times.
  * A concurrent redelivery waits until the first delivery commits or rolls back; concurrent batches
  * sharing ids lock them in one canonical order, so they queue instead of deadlocking. Inside the handler,
  * `currentTransaction()` returns the same `manager`, so repositories written for the other faces join it.
@@ -33,7 +35,7 @@ export class InboxService {
   /** Runs `handler` in a transaction unless `messageId` was already processed by `consumer`. */
   async process<T>(messageId: string, consumer: string, handler: (manager: EntityManager) => Promise<T>): Promise<InboxOutcome<T>> {
     checkInboxIdentifiers([messageId], consumer);
-    return this.connections.dataSource.transaction(async (manager) => {
+    return this.inTransaction(async (manager) => {
       const inserted = await manager.query<unknown[]>(
         `INSERT INTO ${this.table()} (consumer, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING 1`,
         [consumer, messageId],
@@ -56,7 +58,7 @@ export class InboxService {
   ): Promise<InboxBatchOutcome<M, T>> {
     const ids = messages.map(idOf);
     checkInboxIdentifiers(ids, consumer);
-    return this.connections.dataSource.transaction(async (manager) => {
+    return this.inTransaction(async (manager) => {
       // Row locks are taken in array order: every batch takes them in one canonical order, so two batches
       // sharing ids queue behind each other instead of each holding what the other needs (40P01).
       const rows = await manager.query<{ message_id: string }[]>(
@@ -76,6 +78,15 @@ export class InboxService {
       const result = processed.length > 0 ? await withTransaction(manager, () => handler(manager, processed)) : undefined;
       return { processed, duplicates, result };
     });
+  }
+
+  /**
+   * Runs `work` in a transaction, and again should Postgres abort it for a conflict (a deadlock under the handler's
+   * statements, or a serialization failure where the handler raised the isolation): nothing of it committed, the
+   * message id included, and running it again is Postgres's advice — as a redelivery would, without waiting for one.
+   */
+  private inTransaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
+    return runAgainOnConflict(() => this.connections.dataSource.transaction(work), isConflict);
   }
 
   private table(): string {

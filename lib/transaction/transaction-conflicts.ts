@@ -18,11 +18,19 @@ export function isConflict(err: unknown): boolean {
 
 /**
  * The library's own ending of a transaction (the completion and its COMMIT) failed for a conflict: the store error it
- * was reported as wraps it. A conflict raised by the work's own statements is not one of these, and one at the claim
- * never leaves the engine (the claim is tried again there).
+ * was reported as wraps it. One at the claim never leaves the engine (the claim is tried again there).
  */
 export function isConflictOfOurs(err: unknown): boolean {
   return err instanceof StoreUnavailableError && isConflict(err.cause);
+}
+
+/**
+ * Postgres aborted a transaction of the library for a conflict, under the work's own statement (its error, as the work
+ * threw it) or at the library's completion or COMMIT: either way nothing of it committed, and running it again is
+ * Postgres's advice.
+ */
+export function abortedForConflict(err: unknown): boolean {
+  return isConflict(err) || isConflictOfOurs(err);
 }
 
 /**

@@ -6,6 +6,7 @@ import { StoreUnavailableError } from '../errors/store-unavailable.error';
 import { setLongInterval } from '../utils/long-timer';
 import { withTransaction } from './current-transaction';
 import type { OpenTransaction } from './idempotency-transactions';
+import { isConflict } from './transaction-conflicts';
 
 /**
  * One claimed call in the transactional mode. The claim is the first statement of the work's transaction, so the
@@ -34,6 +35,12 @@ export class TransactionalCall {
     try {
       value = await this.inside(fn);
     } catch (err) {
+      if (isConflict(err)) {
+        // Postgres aborted the transaction under `fn`'s own statement: a conflict, not `fn`'s failure. Nothing is
+        // stored or passed to waiters; the key is as before, and IdempotencyService.run() runs the call again.
+        await this.abandon();
+        throw err;
+      }
       await this.engine.settle(this.claim, () => (onFailure === 'lock' ? this.storeFailure(failureOutcome(err)) : this.releaseWith(failureOutcome(err))));
       throw err;
     }

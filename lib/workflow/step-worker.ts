@@ -17,6 +17,7 @@ import { RegisteredStep, WorkflowRegistry } from './workflow.registry';
 import { stepJobId, WorkflowQueues } from './workflow-queues';
 import { LongTimer, setLongTimeout } from '../utils/long-timer';
 import { StepState, TransactionalSteps } from '../transaction/transactional-steps';
+import { isConflict } from '../transaction/transaction-conflicts';
 import { settleTask, startTask, taskEndStatus } from '../task/task-run';
 import { QueueSettings } from '../queues/queue-settings';
 
@@ -172,6 +173,9 @@ export class StepWorker {
       }
       return { status: 'completed', result: stored };
     } catch (err) {
+      // Postgres aborted a transactional step's transaction under its own statement: not the step's failure, and
+      // no attempt spent — TransactionalSteps rolls back and runs it again, as after a conflict at its COMMIT.
+      if (step.transaction && this.transactional && isConflict(err)) throw err;
       const last = attempt >= step.attempts || (err instanceof Error && err.name === 'UnrecoverableError');
       if (last) return { status: 'failed', error: serializeError(err) };
       // BullMQ keeps a failed attempt's reason in its events stream, beyond retention: give it no user data.

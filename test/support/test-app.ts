@@ -1,4 +1,5 @@
-import { INestApplication, ModuleMetadata, Type } from '@nestjs/common';
+import { INestApplication, INestApplicationContext, Module, ModuleMetadata, Type } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import { randomUUID } from 'node:crypto';
@@ -63,6 +64,19 @@ export async function createTestApp(config: TestAppOptions): Promise<INestApplic
   await app.init();
   if (config.adapter === 'fastify') await (app as NestFastifyApplication).getHttpAdapter().getInstance().ready();
   return app;
+}
+
+/** An app without HTTP, with IdempotencyModule against the suite's Postgres (in `schema`) and Redis; `options` override. */
+export async function createEngineContext(schema: string, options: Partial<IdempotencyModuleOptions> = {}): Promise<INestApplicationContext> {
+  const idempotency = IdempotencyModule.forRoot({
+    postgres: { url: databaseUrl(), schema },
+    redis: { url: redisUrl(), keyPrefix: `idem-${schema}` },
+    migrationsRun: true,
+    ...options,
+  });
+  @Module({ imports: [idempotency] })
+  class EngineContextModule {}
+  return NestFactory.createApplicationContext(EngineContextModule, { logger: false });
 }
 
 /** Runs a query against the suite's database. */

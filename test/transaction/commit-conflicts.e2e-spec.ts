@@ -1,13 +1,12 @@
 // A transaction of the library that Postgres aborts at its completion or COMMIT for a conflict with a concurrent one
 // (a serialization failure at 'serializable'): the method guard runs the call again in place, and the HTTP face
 // answers 409 problem `transaction-conflict` (its key is free at once, nothing of the request committed).
-import { Body, Controller, INestApplication, Module, Post } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import { Body, Controller, INestApplication, INestApplicationContext, Post } from '@nestjs/common';
 import request from 'supertest';
-import { currentTransaction, Idempotent, IdempotencyModule, IdempotencyService, PROBLEM_CONTENT_TYPE, StoreUnavailableError } from '../../lib';
+import { currentTransaction, Idempotent, IdempotencyService, PROBLEM_CONTENT_TYPE, StoreUnavailableError } from '../../lib';
 import { MAX_CONFLICT_RUNS } from '../../lib/transaction/transaction-conflicts';
 import { gate, listen, waitUntil } from '../support/resilience';
-import { ADAPTERS, createTestApp, databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
+import { ADAPTERS, createEngineContext, createTestApp, sql, uniqueSchema } from '../support/test-app';
 
 /**
  * Reads the rows of `reads`, writes one row of `writes`, then waits until both calls of the test wrote: a write
@@ -29,15 +28,13 @@ const skewRows = () => sql<{ k: string; n: number }>(`SELECT k, count(*)::int AS
 
 describe('a serialization conflict at the COMMIT of IdempotencyService.run({ transaction: true })', () => {
   const schema = uniqueSchema('cfm');
-  let app: Awaited<ReturnType<typeof NestFactory.createApplicationContext>>;
+  let app: INestApplicationContext;
   let engine: IdempotencyService;
 
   beforeAll(async () => {
     skew.table = `"${schema}".skew`;
     await sql(`CREATE SCHEMA "${schema}"; CREATE TABLE ${skew.table} (id serial PRIMARY KEY, k text NOT NULL)`);
-    @Module({ imports: [IdempotencyModule.forRoot({ postgres: { url: databaseUrl(), schema }, redis: { url: redisUrl(), keyPrefix: `idem-${schema}` }, migrationsRun: true })] })
-    class ConflictModule {}
-    app = await NestFactory.createApplicationContext(ConflictModule, { logger: false });
+    app = await createEngineContext(schema);
     engine = app.get(IdempotencyService);
   });
 

@@ -5,13 +5,12 @@
 // and the inbox processes the message again in place.
 // The conflicts are made deterministic by a trigger that raises the first N inserts' SQLSTATE (a sequence counts
 // them: nextval is not rolled back with the transaction).
-import { Body, Controller, INestApplication, Module, Post } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import { Body, Controller, INestApplication, INestApplicationContext, Post } from '@nestjs/common';
 import request from 'supertest';
-import { currentStep, currentTransaction, Idempotent, IdempotencyModule, IdempotencyService, InboxService, PROBLEM_CONTENT_TYPE, Step, Workflow, WorkflowClient } from '../../lib';
+import { currentStep, currentTransaction, Idempotent, IdempotencyService, InboxService, PROBLEM_CONTENT_TYPE, Step, Workflow, WorkflowClient } from '../../lib';
 import { MAX_CONFLICT_RUNS } from '../../lib/transaction/transaction-conflicts';
 import { listen } from '../support/resilience';
-import { ADAPTERS, createTestApp, databaseUrl, redisUrl, sql, uniqueSchema } from '../support/test-app';
+import { ADAPTERS, createEngineContext, createTestApp, sql, uniqueSchema } from '../support/test-app';
 import { bootWorkflowApp, scenario } from '../workflow/support';
 
 type ConflictCode = 'serialization_failure' | 'deadlock_detected';
@@ -56,14 +55,12 @@ const effectRows = () => sql<{ k: string; n: number }>(`SELECT k, count(*)::int 
 
 describe('IdempotencyService.run({ transaction: true }) whose own statement is aborted for a conflict', () => {
   const schema = uniqueSchema('ocm');
-  let app: Awaited<ReturnType<typeof NestFactory.createApplicationContext>>;
+  let app: INestApplicationContext;
   let engine: IdempotencyService;
 
   beforeAll(async () => {
     await createEffects(schema);
-    @Module({ imports: [IdempotencyModule.forRoot({ postgres: { url: databaseUrl(), schema }, redis: { url: redisUrl(), keyPrefix: `idem-${schema}` }, migrationsRun: true })] })
-    class OwnConflictModule {}
-    app = await NestFactory.createApplicationContext(OwnConflictModule, { logger: false });
+    app = await createEngineContext(schema);
     engine = app.get(IdempotencyService);
   });
 
@@ -197,14 +194,12 @@ describe('@Step({ transaction: true }) whose own statement is aborted for a conf
 
 describe('InboxService whose handler\'s own statement is aborted for a deadlock', () => {
   const schema = uniqueSchema('oci');
-  let app: Awaited<ReturnType<typeof NestFactory.createApplicationContext>>;
+  let app: INestApplicationContext;
   let inbox: InboxService;
 
   beforeAll(async () => {
     await createEffects(schema);
-    @Module({ imports: [IdempotencyModule.forRoot({ postgres: { url: databaseUrl(), schema }, redis: false, migrationsRun: true })] })
-    class InboxConflictModule {}
-    app = await NestFactory.createApplicationContext(InboxConflictModule, { logger: false });
+    app = await createEngineContext(schema, { redis: false });
     inbox = app.get(InboxService);
   });
 

@@ -8,7 +8,7 @@ import { BodyNotFingerprintableError } from '../errors/body-not-fingerprintable.
 import { IdempotencyInputTooLongError } from '../errors/idempotency-input-too-long.error';
 import { StoreUnavailableError } from '../errors/store-unavailable.error';
 import { TransactionalCall } from '../transaction/transactional-call';
-import { isConflict, isConflictOfOurs } from '../transaction/transaction-conflicts';
+import { isConflictOfOurs } from '../transaction/transaction-conflicts';
 import { REPLAYED_HEADER, RESOLVED_IDEMPOTENCY_OPTIONS, UNPROTECTED_HEADER } from '../idempotency.constants';
 import type { IdempotencyRequest } from '../interfaces/idempotency-options.interface';
 import type { ResolvedHttpOptions, ResolvedOptions } from '../interfaces/resolved-options';
@@ -232,9 +232,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
     } catch (err) {
       failure = err;
       capture.handlerDone(route.http.leaseMs);
-      // Postgres aborted the request's transaction under the handler's own statement: answered as a conflict at the
-      // COMMIT is (see settleTransaction), not as the handler's 500.
-      if (tx && isConflict(err)) throw this.problem(response, transactionConflict());
+      // Postgres aborted the request's transaction under the handler's own statement: rolled back whole (the key is
+      // free at once, nothing is stored) and answered as a conflict at the COMMIT is, not as the handler's 500.
+      if (tx && (await tx.abandonIfAbortedForConflict(err))) {
+        this.logger.warn(`the transaction of key "${claim.key}" was aborted for a conflict under the handler's statement, its writes were rolled back: ${messageOf(err)}`);
+        failure = this.problem(response, transactionConflict());
+        throw failure;
+      }
       throw err;
     }
     capture.handlerDone(route.http.leaseMs);
@@ -286,13 +290,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
    * problem instead: the client never sees an outcome whose writes were undone.
    */
   private async settleTransaction(tx: TransactionalCall, sent: WireResponse, route: RouteSettings, failure: unknown): Promise<ResponseReplacement | undefined> {
-    if (isConflict(failure)) {
-      // Nothing of the transaction can commit, and nothing is stored: the key is free at once, the client was told
-      // 409 transaction-conflict (see run) and its retry runs the handler.
-      this.logger.warn(`the transaction of key "${tx.claim.key}" was aborted for a conflict under the handler's statement, its writes were rolled back: ${messageOf(failure)}`);
-      await tx.abandon();
-      return undefined;
-    }
+    // Only `run` ends the transaction before this: it was aborted for a conflict, and the client gets 409 transaction-conflict.
+    if (tx.finished) return undefined;
     if (failure instanceof HandlerNeverStartedError || !isFinalStatus(sent.status, route.http)) {
       const released = await tx.releaseWith(failure === undefined ? undefined : { message: messageOf(failure) });
       // The handler failed and Postgres could not even roll its transaction back cleanly: its connection failed (a

@@ -35,12 +35,13 @@ export class InboxService {
   /** Runs `handler` in a transaction unless `messageId` was already processed by `consumer`. */
   async process<T>(messageId: string, consumer: string, handler: (manager: EntityManager) => Promise<T>): Promise<InboxOutcome<T>> {
     checkInboxIdentifiers([messageId], consumer);
+    const claimed = this.claimedOnce();
     return this.inTransaction(async (manager) => {
       const inserted = await manager.query<unknown[]>(
         `INSERT INTO ${this.table()} (consumer, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING 1`,
         [consumer, messageId],
       );
-      this.observer.claimed('inbox', inserted.length === 0 ? 'replay' : 'acquired');
+      claimed(inserted.length === 0 ? ['replay'] : ['acquired']);
       if (inserted.length === 0) return { status: 'duplicate' } as const;
       return { status: 'processed', result: await withTransaction(manager, () => handler(manager)) } as const;
     });
@@ -58,6 +59,7 @@ export class InboxService {
   ): Promise<InboxBatchOutcome<M, T>> {
     const ids = messages.map(idOf);
     checkInboxIdentifiers(ids, consumer);
+    const claimed = this.claimedOnce();
     return this.inTransaction(async (manager) => {
       // Row locks are taken in array order: every batch takes them in one canonical order, so two batches
       // sharing ids queue behind each other instead of each holding what the other needs (40P01).
@@ -68,7 +70,7 @@ export class InboxService {
         [consumer, canonicalOrder(ids)],
       );
       const fresh = new Set(rows.map((r) => r.message_id));
-      for (const id of new Set(ids)) this.observer.claimed('inbox', fresh.has(id) ? 'acquired' : 'replay');
+      claimed([...new Set(ids)].map((id) => (fresh.has(id) ? 'acquired' : 'replay')));
       const processed: M[] = [];
       const duplicates: M[] = [];
       messages.forEach((message, i) => {
@@ -87,6 +89,16 @@ export class InboxService {
    */
   private inTransaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
     return runAgainOnConflict(() => this.connections.dataSource.transaction(work), isConflict);
+  }
+
+  /** Reports a call's claims to the observer on its first run only: a run again after a conflict claims nothing new. */
+  private claimedOnce(): (outcomes: Array<'acquired' | 'replay'>) => void {
+    let reported = false;
+    return (outcomes) => {
+      if (reported) return;
+      reported = true;
+      for (const outcome of outcomes) this.observer.claimed('inbox', outcome);
+    };
   }
 
   private table(): string {

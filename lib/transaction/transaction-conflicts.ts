@@ -10,10 +10,20 @@ const CONFLICT_JITTER_MS = 10;
 const SERIALIZATION_FAILURE = '40001';
 const DEADLOCK_DETECTED = '40P01';
 
-/** A serialization failure or a deadlock: the transaction was rolled back, and running it again may succeed. */
+/**
+ * Postgres's error for a serialization failure or a deadlock (as pg raised it, or as TypeORM's QueryFailedError wraps
+ * it): the transaction it came from is aborted, and running it again may succeed. An error of the app's own that
+ * merely carries such a `code` is not one.
+ */
 export function isConflict(err: unknown): boolean {
   const code = sqlState(err);
-  return code === SERIALIZATION_FAILURE || code === DEADLOCK_DETECTED;
+  return (code === SERIALIZATION_FAILURE || code === DEADLOCK_DETECTED) && fromPostgres(err);
+}
+
+/** Postgres's errors, and only they, come with a `severity` (pg's DatabaseError, under TypeORM as `driverError`). */
+function fromPostgres(err: unknown): boolean {
+  const e = err as { severity?: unknown; driverError?: { severity?: unknown } } | null;
+  return typeof (e?.driverError?.severity ?? e?.severity) === 'string';
 }
 
 /**
@@ -24,13 +34,27 @@ export function isConflictOfOurs(err: unknown): boolean {
   return err instanceof StoreUnavailableError && isConflict(err.cause);
 }
 
+/** The work's conflicts that were found to have aborted the library's transaction (see {@link markAbortedForConflict}). */
+const abortedTransactions = new WeakSet<object>();
+
+/**
+ * Records whether `err`, thrown by the work, aborted the library's transaction (which was then rolled back). The
+ * outermost transaction decides: a nested call's savepoint rolled back leaves the outer transaction usable, and
+ * there `err` is the work's failure.
+ */
+export function markAbortedForConflict(err: unknown, aborted: boolean): void {
+  if (typeof err !== 'object' || err === null) return;
+  if (aborted) abortedTransactions.add(err);
+  else abortedTransactions.delete(err);
+}
+
 /**
  * Postgres aborted a transaction of the library for a conflict, under the work's own statement (its error, as the work
- * threw it) or at the library's completion or COMMIT: either way nothing of it committed, and running it again is
- * Postgres's advice.
+ * threw it, once marked) or at the library's completion or COMMIT: either way nothing of it committed, and running it
+ * again is Postgres's advice.
  */
 export function abortedForConflict(err: unknown): boolean {
-  return isConflict(err) || isConflictOfOurs(err);
+  return isConflictOfOurs(err) || (typeof err === 'object' && err !== null && abortedTransactions.has(err));
 }
 
 /**

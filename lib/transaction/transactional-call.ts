@@ -6,7 +6,10 @@ import { StoreUnavailableError } from '../errors/store-unavailable.error';
 import { setLongInterval } from '../utils/long-timer';
 import { withTransaction } from './current-transaction';
 import type { OpenTransaction } from './idempotency-transactions';
-import { isConflict } from './transaction-conflicts';
+import { sqlState } from './sql-state';
+import { isConflict, markAbortedForConflict } from './transaction-conflicts';
+
+const IN_FAILED_TRANSACTION = '25P02';
 
 /**
  * One claimed call in the transactional mode. The claim is the first statement of the work's transaction, so the
@@ -35,18 +38,32 @@ export class TransactionalCall {
     try {
       value = await this.inside(fn);
     } catch (err) {
-      if (isConflict(err)) {
-        // Postgres aborted the transaction under `fn`'s own statement: a conflict, not `fn`'s failure. Nothing is
-        // stored or passed to waiters; the key is as before, and IdempotencyService.run() runs the call again.
-        await this.abandon();
-        throw err;
-      }
+      // A conflict, not `fn`'s failure: nothing is stored or passed to waiters, and IdempotencyService.run() runs the call again.
+      if (await this.abandonIfAbortedForConflict(err)) throw err;
       await this.engine.settle(this.claim, () => (onFailure === 'lock' ? this.storeFailure(failureOutcome(err)) : this.releaseWith(failureOutcome(err))));
       throw err;
     }
     const outcome: RunOutcome = successOutcome(value);
     await this.commitWith(outcome);
     return value;
+  }
+
+  /** Whether the transaction is over (committed, rolled back, or being ended). */
+  get finished(): boolean {
+    return this.done;
+  }
+
+  /**
+   * When `err`, thrown by the work, is Postgres aborting this transaction for a conflict (a serialization failure or
+   * a deadlock under one of its statements, let through), rolls everything back, the claim included (the key is as
+   * before), and resolves true. A conflict from elsewhere (another connection) or one the work rolled back to a
+   * savepoint of its own left this transaction usable: false, and `err` is the work's failure as any other.
+   */
+  async abandonIfAbortedForConflict(err: unknown): Promise<boolean> {
+    const aborted = !this.done && isConflict(err) && (await this.aborted());
+    markAbortedForConflict(err, aborted);
+    if (aborted) await this.abandon();
+    return aborted;
   }
 
   /** Runs `work` with the transaction as `currentTransaction()`. */
@@ -115,6 +132,16 @@ export class TransactionalCall {
     // CPU as the claim's own round trip. The first duplicate reads the outcome from Postgres and caches it (see
     // IdempotencyService.decidedByStore), so later ones replay from Redis.
     return record;
+  }
+
+  /** Whether Postgres refuses the transaction's statements until it ends (SQLSTATE 25P02, "in failed transaction"). */
+  private async aborted(): Promise<boolean> {
+    try {
+      await this.tx.query('SELECT 1', []);
+      return false;
+    } catch (err) {
+      return sqlState(err) === IN_FAILED_TRANSACTION;
+    }
   }
 
   /** Marks the call finished (its transaction is being ended) and stops pinging it. */

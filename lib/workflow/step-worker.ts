@@ -114,7 +114,13 @@ export class StepWorker {
         // below), which runs it and commits its writes with its checkpoint (the explorer checked `transactional` exists)
         if (isTask) await startTask(this.store, data);
         const entry = { executionId: data.executionId, position: data.position, name: step.name, attempts: attempt, argsHash: data.argsHash ?? null };
-        const done = await this.transactional.run(step.transaction.isolation, entry, run, write, await this.isFreshStart(queue, job));
+        const fresh = await this.isFreshStart(queue, job);
+        const done = await this.transactional.run(step.transaction.isolation, entry, run, write, fresh).catch(async (err: unknown) => {
+          // Aborted for a conflict as many times in a row as TransactionalSteps runs it: now this attempt's failure,
+          // as any error the step throws — the last one is checkpointed, so the workflow ends instead of losing the job.
+          if (!isConflict(err)) throw err;
+          return { status: 'running' as const, ...(await write(this.failedAttempt(step, data, attempt, err))) };
+        });
         ({ checkpoint, execution } = done);
         state = done;
       } else if (data.task) {
@@ -176,12 +182,17 @@ export class StepWorker {
       // Postgres aborted a transactional step's transaction under its own statement: not the step's failure, and
       // no attempt spent — TransactionalSteps rolls back and runs it again, as after a conflict at its COMMIT.
       if (step.transaction && this.transactional && isConflict(err)) throw err;
-      const last = attempt >= step.attempts || (err instanceof Error && err.name === 'UnrecoverableError');
-      if (last) return { status: 'failed', error: serializeError(err) };
-      // BullMQ keeps a failed attempt's reason in its events stream, beyond retention: give it no user data.
-      this.logger.warn(`step "${step.name}" (#${data.position}) of execution ${data.executionId}, attempt ${attempt}: ${(err as Error)?.message ?? String(err)}`);
-      throw new Error(`attempt ${attempt} of step "${step.name}" failed (${(err as Error)?.name ?? 'Error'}); it will be retried`);
+      return this.failedAttempt(step, data, attempt, err);
     }
+  }
+
+  /** A failed attempt: the outcome to checkpoint after the last one; before it, throws to have BullMQ retry. */
+  private failedAttempt(step: RegisteredStep, data: StepJobData, attempt: number, err: unknown): StepOutcome {
+    const last = attempt >= step.attempts || (err instanceof Error && err.name === 'UnrecoverableError');
+    if (last) return { status: 'failed', error: serializeError(err) };
+    // BullMQ keeps a failed attempt's reason in its events stream, beyond retention: give it no user data.
+    this.logger.warn(`step "${step.name}" (#${data.position}) of execution ${data.executionId}, attempt ${attempt}: ${(err as Error)?.message ?? String(err)}`);
+    throw new Error(`attempt ${attempt} of step "${step.name}" failed (${(err as Error)?.name ?? 'Error'}); it will be retried`);
   }
 
   private invoke(step: RegisteredStep, instance: object, args: unknown[]): Promise<unknown> {

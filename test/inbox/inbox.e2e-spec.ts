@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { NestFactory } from '@nestjs/core';
 import { IdempotencyConfigError, IdempotencyModule, InboxService } from '../../lib';
+import { IdempotencyConnections } from '../../lib/storage/idempotency-connections';
 import { databaseUrl, sql, uniqueSchema } from '../support/test-app';
 import { nodeEntry } from '../support/node-entry';
 
@@ -109,6 +110,8 @@ describe('InboxService', () => {
     // Without a canonical lock order, each transaction holds half of the ids the other one needs: 40P01.
     const ids = Array.from({ length: 400 }, (_, i) => ({ id: `dl-${String(i).padStart(4, '0')}` }));
     const reversed = [...ids].reverse();
+    // A deadlock would be run again in place (see own-conflicts.e2e-spec): count the transactions, one per batch.
+    const transactions = jest.spyOn(app.get(IdempotencyConnections).dataSource, 'transaction');
     for (let round = 0; round < 15; round++) {
       const consumer = `deadlock-${round}`;
       const outcomes = await Promise.allSettled([
@@ -121,6 +124,8 @@ describe('InboxService', () => {
       const processed = outcomes.map((o) => (o as PromiseFulfilledResult<{ processed: unknown[] }>).value.processed.length);
       expect(processed.reduce((a, b) => a + b, 0)).toBe(ids.length);
     }
+    expect(transactions).toHaveBeenCalledTimes(15 * 3);
+    transactions.mockRestore();
   });
 
   it('leaves no trace of a consumer killed with SIGKILL mid-handler, so the redelivery runs', async () => {

@@ -90,6 +90,31 @@ describe('IdempotencyService.run({ transaction: true }) whose own statement is a
     expect(effects.runs).toBe(2);
   });
 
+  it('takes a conflict that did not abort its transaction (another connection\'s) as fn\'s own failure: fn runs once', async () => {
+    await planConflicts(schema, 0);
+    // Postgres's error as another DataSource's transaction would raise it: the library's transaction is still usable.
+    const elsewhere = Object.assign(new Error('could not serialize access (another connection)'), { code: '40001', severity: 'ERROR' });
+    const failure = await engine.run('m-elsewhere', () => { effects.runs++; throw elsewhere; }, { transaction: true }).catch((err: unknown) => err);
+    expect(failure).toBe(elsewhere);
+    expect(effects.runs).toBe(1);
+  });
+
+  it('inside another transactional call: the inner call\'s savepoint is rolled back, and the outer call, still usable, fails as fn', async () => {
+    await planConflicts(schema, 1, 'deadlock_detected');
+    let outerRuns = 0;
+    const outer = engine.run('m-outer', async () => {
+      outerRuns++;
+      return engine.run('m-inner', () => insertEffect('m-inner'), { transaction: true });
+    }, { transaction: true });
+    const failure = await outer.catch((err: unknown) => err);
+    expect((failure as { driverError?: { code?: string } }).driverError?.code).toBe('40P01');
+    expect([outerRuns, effects.runs]).toEqual([1, 1]);
+    // Neither key is held: both calls run when called again (the trigger's plan is spent).
+    await expect(engine.run('m-outer', () => engine.run('m-inner', () => insertEffect('m-inner'), { transaction: true }), { transaction: true }))
+      .resolves.toBe('inserted m-inner');
+    expect(await effectRows()).toEqual([{ k: 'm-inner', n: 1 }]);
+  });
+
   it(`gives up after ${MAX_CONFLICT_RUNS} runs with the statement's own error, storing nothing: the key is free`, async () => {
     await planConflicts(schema, MAX_CONFLICT_RUNS);
     const failure = await call('m-doomed', 'lock').catch((err: unknown) => err);
@@ -139,6 +164,8 @@ describe.each(ADAPTERS)('a transactional route whose own statement is aborted fo
     expect(refused.headers['retry-after']).toBe('1');
     expect(JSON.parse(refused.text)).toMatchObject({ status: 409, code: 'transaction-conflict' });
     expect(await effectRows()).toEqual([]);
+    // Rolled back whole, claim included: no record of the key, not even a released one.
+    expect(await sql(`SELECT status FROM "${schema}".idempotency_records WHERE key = 'h-own'`)).toEqual([]);
     // A routine conflict, not the handler's failure: Nest's exception handler logged no error for it.
     expect(errors).toEqual([]);
 
@@ -156,7 +183,13 @@ describe.each(ADAPTERS)('a transactional route whose own statement is aborted fo
 @Workflow({ name: 'own-conflict' })
 class OwnConflictWorkflow {
   async run(k: string): Promise<string> {
-    return this.insert(k);
+    return k.startsWith('last-') ? this.insertOnce(k) : this.insert(k);
+  }
+
+  @Step({ transaction: true, isolation: 'serializable', attempts: 1 })
+  async insertOnce(k: string): Promise<string> {
+    effects.stepAttempts.push(currentStep().attempt);
+    return insertEffect(k);
   }
 
   @Step({ transaction: true, isolation: 'serializable', attempts: 2 })
@@ -189,6 +222,17 @@ describe('@Step({ transaction: true }) whose own statement is aborted for a conf
     expect(effects.runs).toBe(4);
     expect(effects.stepAttempts).toEqual([1, 1, 1, 1]);
     expect(await effectRows()).toEqual([{ k: 'w-own', n: 1 }]);
+  });
+
+  it(`fails the last attempt after ${MAX_CONFLICT_RUNS} conflicts in a row: the workflow ends failed, the job is not lost`, async () => {
+    effects.table = `"${s.schema}".effects`;
+    await planConflicts(s.schema, MAX_CONFLICT_RUNS, 'deadlock_detected');
+    const handle = await client.start(OwnConflictWorkflow, 'last-own', { workflowId: 'own-conflict-last' });
+    await expect(handle.result({ timeout: '30s' })).rejects.toThrow(/simulated deadlock/);
+    // One attempt of ten runs: not run again as a lost job (which would start it over, up to maxRecoveryAttempts times).
+    expect(effects.runs).toBe(MAX_CONFLICT_RUNS);
+    expect(await effectRows()).toEqual([]);
+    expect(await sql(`SELECT status FROM "${s.schema}".workflow_steps WHERE name = 'insertOnce'`)).toEqual([{ status: 'failed' }]);
   });
 });
 

@@ -29,7 +29,7 @@ const PEER_SETS = ['oldest', 'v5-latest', 'v6-oldest'];
 function lineWriter(prefix) {
   let pending = '';
   const writer = (chunk) => {
-    pending += chunk.toString();
+    pending += chunk;
     const lines = pending.split('\n');
     pending = lines.pop();
     if (lines.length > 0) process.stdout.write(lines.map((line) => `${prefix}${line}\n`).join(''));
@@ -49,12 +49,15 @@ function run(label, cmd, args, { prefix = '', ...options } = {}) {
   return new Promise((resolve, reject) => {
     // Unprefixed steps keep the terminal (Jest's colours and progress); prefixed ones are read line by line.
     const child = spawn(cmd, args, { cwd: ROOT, stdio: prefix ? ['ignore', 'pipe', 'pipe'] : 'inherit', ...options });
-    const write = lineWriter(prefix);
-    child.stdout?.on('data', write);
-    child.stderr?.on('data', write);
+    const writers = [child.stdout, child.stderr].filter(Boolean).map((stream) => {
+      stream.setEncoding('utf8');
+      const write = lineWriter(prefix);
+      stream.on('data', write);
+      return write;
+    });
     child.on('error', (err) => reject(Object.assign(err, { exitCode: 1 })));
     child.on('close', (code, signal) => {
-      write.flush?.();
+      for (const write of writers) write.flush();
       const seconds = Math.round((Date.now() - started) / 1000);
       say(`${label}: ${code === 0 ? 'done' : `failed (${signal ?? `exit ${code}`})`} in ${seconds} s`);
       if (code === 0) resolve();
@@ -105,15 +108,16 @@ async function allOf(streams) {
 async function main() {
   fs.rmSync(BUILD_DIR, { recursive: true, force: true });
   const installed = installCompatibilityFolders();
-  installed.catch(() => undefined); // awaited by the compatibility stream, or below should the checks fail first
+  installed.catch(() => undefined); // awaited by the compatibility stream, or below should anything fail before it
+  let services;
   try {
     await run('type check, and build for the child processes', 'npx', ['tsc', '-p', 'tsconfig.json', '--outDir', BUILD_DIR, '--declaration', 'false', '--sourceMap', 'false']);
     await run('lint', 'npx', ['eslint', '.']);
+    services = await ensureServices(`test-${process.pid}`, { ephemeral: true });
   } catch (err) {
-    await installed.catch(() => undefined);
+    await installed.catch(() => undefined); // no npm ci left running behind the exit
     throw err;
   }
-  const services = await ensureServices(`test-${process.pid}`, { ephemeral: true });
   const env = { ...process.env, ...services.env, TEST_BUILD_DIR: BUILD_DIR };
   try {
     await allOf([

@@ -5,7 +5,7 @@ import { Client } from 'pg';
 import { IdempotencyModule, OutboxDelivery, OutboxHandler, OutboxOptions, OutboxService } from '../../lib';
 import { IdempotencyConnections } from '../../lib/storage/idempotency-connections';
 import { databaseUrl, uniqueSchema } from '../support/test-app';
-import { startPostgres, StartedPostgres, StartedRedis, startRedis, stopPostgres, stopRedis } from '../support/services';
+import { removeServiceData, startPostgres, StartedPostgres, StartedRedis, startRedis, stopPostgres, stopRedis } from '../support/services';
 import { TcpProxy } from '../workflow/tcp-proxy';
 import { eventually } from './support';
 
@@ -66,6 +66,7 @@ describe('outbox relay through restarts', () => {
     await proxy?.close();
     await stopPostgres(pg, { removeData: true });
     await stopRedis(redis);
+    removeServiceData(`outbox-redisrestart-${process.pid}`);
     pg = undefined;
     redis = undefined;
   });

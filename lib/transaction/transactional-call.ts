@@ -8,6 +8,7 @@ import { withTransaction } from './current-transaction';
 import type { OpenTransaction } from './idempotency-transactions';
 import { sqlState } from './sql-state';
 import { isConflict, markAbortedForConflict } from './transaction-conflicts';
+import { probeTransaction } from './transaction-probe';
 
 const IN_FAILED_TRANSACTION = '25P02';
 
@@ -136,12 +137,7 @@ export class TransactionalCall {
 
   /** Whether Postgres refuses the transaction's statements until it ends (SQLSTATE 25P02, "in failed transaction"). */
   private async aborted(): Promise<boolean> {
-    try {
-      await this.tx.query('SELECT 1', []);
-      return false;
-    } catch (err) {
-      return sqlState(err) === IN_FAILED_TRANSACTION;
-    }
+    return sqlState(await probeTransaction(this.tx)) === IN_FAILED_TRANSACTION;
   }
 
   /** Marks the call finished (its transaction is being ended) and stops pinging it. */

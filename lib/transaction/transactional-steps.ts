@@ -9,6 +9,7 @@ import { withPreparedStatements } from '../storage/postgres/statements';
 import { withTransaction } from './current-transaction';
 import { IdempotencyTransactions, OpenTransaction } from './idempotency-transactions';
 import { isConflict, runAgainOnConflict } from './transaction-conflicts';
+import { probeTransaction } from './transaction-probe';
 import type { InlineStatement } from './inline-statement';
 import type { TransactionIsolation } from './transaction-options';
 
@@ -147,12 +148,9 @@ function stateOf(rows: QueryResultRow[]): StepState {
 
 /** The error that shows the transaction's connection is gone (lost or released after an error), or undefined. */
 async function connectionLost(tx: OpenTransaction): Promise<Error | undefined> {
-  try {
-    await tx.query('SELECT 1', []);
-    return undefined;
-  } catch (err) {
-    // TypeORM releases a query runner whose connection failed
-    const released = err instanceof Error && /^QueryRunner(Provider)?AlreadyReleasedError$/.test(err.name);
-    return released || isTransientDatabaseError(err) ? (err as Error) : undefined; // an aborted transaction (25P02) is the step's own failure
-  }
+  const err = await probeTransaction(tx);
+  if (err === undefined) return undefined;
+  // TypeORM releases a query runner whose connection failed
+  const released = err instanceof Error && /^QueryRunner(Provider)?AlreadyReleasedError$/.test(err.name);
+  return released || isTransientDatabaseError(err) ? (err as Error) : undefined; // an aborted transaction (25P02) is the step's own failure
 }

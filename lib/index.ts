@@ -29,6 +29,7 @@ export { currentTransaction } from './transaction/current-transaction';
 export type { TransactionIsolation } from './transaction/transaction-options';
 export { NotInTransactionError } from './errors/not-in-transaction.error';
 export { LeaseLostError } from './errors/lease-lost.error';
+export { TransactionAbortedError } from './errors/transaction-aborted.error';
 export { IdempotencyInterceptor } from './http/idempotency.interceptor';
 /** A `@nestjs/terminus` health indicator: Postgres reachable, schema current, Redis reachable or bypassed (degraded), workers alive. */
 export { IdempotencyHealthIndicator } from './health/idempotency-health.indicator';

@@ -4,6 +4,8 @@ import type { EntityManager } from 'typeorm';
 import { quoteIdent } from '../storage/postgres/idempotency.sql';
 import { withTransaction } from '../transaction/current-transaction';
 import { isConflict, runAgainOnConflict } from '../transaction/transaction-conflicts';
+import { commitOrThrow, watchFailedStatements } from '../transaction/checked-commit';
+import { TransactionAbortedError } from '../errors/transaction-aborted.error';
 import { IdempotencyConnections } from '../storage/idempotency-connections';
 import { checkInboxIdentifiers } from './inbox-identifiers';
 
@@ -23,6 +25,8 @@ export interface InboxBatchOutcome<M, T> {
  * is recorded with `INSERT … ON CONFLICT DO NOTHING` in the same transaction as the handler's own writes.
  * A crash or an error rolls both back, so a redelivery runs again; a duplicate after commit is skipped. A transaction
  * Postgres aborts for a conflict (a deadlock) runs again in place, up to 10 times.
+ * A handler that caught a failed statement's error and returned gets TransactionAbortedError: Postgres aborted the
+ * transaction, so nothing committed, the message id included (a savepoint, `manager.transaction(…)`, contains one).
  * A concurrent redelivery waits until the first delivery commits or rolls back; concurrent batches
  * sharing ids lock them in one canonical order, so they queue instead of deadlocking. Inside the handler,
  * `currentTransaction()` returns the same `manager`, so repositories written for the other faces join it.
@@ -88,7 +92,32 @@ export class InboxService {
    * message id included, and running it again is Postgres's advice — as a redelivery would, without waiting for one.
    */
   private inTransaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
-    return runAgainOnConflict(() => this.connections.dataSource.transaction(work), isConflict);
+    return runAgainOnConflict(() => this.transactionOnce(work), isConflict);
+  }
+
+  /**
+   * `dataSource.transaction(work)`, whose COMMIT is checked: Postgres answers the COMMIT of a transaction that a
+   * failed statement aborted with a silent ROLLBACK, and a handler that caught that statement's error would otherwise
+   * be reported processed — its message acknowledged with nothing of it committed, its id included.
+   */
+  private async transactionOnce<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
+    const runner = this.connections.dataSource.createQueryRunner();
+    const statements = watchFailedStatements(runner);
+    try {
+      await runner.connect();
+      await runner.startTransaction();
+      let result: T;
+      try {
+        result = await work(runner.manager);
+      } catch (err) {
+        await runner.rollbackTransaction().catch(() => undefined);
+        throw err;
+      }
+      await commitOrThrow(runner, () => new TransactionAbortedError('the inbox handler', statements.failure));
+      return result;
+    } finally {
+      await runner.release();
+    }
   }
 
   /** Reports a call's claims to the observer on its first run only: a run again after a conflict claims nothing new. */

@@ -7,10 +7,10 @@ import { CLAIM_TAKEN_OVER, idempotencySql, IdempotencySql } from '../storage/pos
 import { ClaimRow, CompletedRow, toClaimOutcome } from '../storage/postgres/postgres-idempotency.store';
 import { NamedStatement, withPreparedStatements } from '../storage/postgres/statements';
 import type { ClaimAttempt } from './claim-statement';
-import { dataSourceOf } from './cls/transaction-host-binding';
 import { InlineStatement, inlineStatementText } from './inline-statement';
 import { IdempotencyTransactions, OpenTransaction } from './idempotency-transactions';
 import { sqlState } from './sql-state';
+import { clientOf, hasSubscribers } from './checked-commit';
 import { DeferredStart, startWithFirstStatement } from './start-with-first-statement';
 import { isConflict } from './transaction-conflicts';
 import type { TransactionIsolation } from './transaction-options';
@@ -359,19 +359,6 @@ function lockTimeoutSetting(ms: number): string {
 /** lock_timeout expired while the claim waited for a lock. */
 const LOCK_NOT_AVAILABLE = '55P03';
 const DUPLICATE_PREPARED_STATEMENT = '42P05';
-
-/**
- * Whether TypeORM has subscribers to tell about the commit: without any, its broadcast is a few promises and
- * microtask turns for nothing, twice per transaction.
- */
-function hasSubscribers(runner: QueryRunner): boolean {
-  return dataSourceOf(runner.manager).subscribers.length > 0;
-}
-
-/** The pg client a connected TypeORM query runner holds. */
-function clientOf(runner: QueryRunner): PoolClient {
-  return (runner as unknown as { databaseConnection: PoolClient }).databaseConnection;
-}
 
 /** node-postgres answers a query of several statements with one result each, a single statement with one result. */
 function asResults(reply: QueryResult<QueryResultRow> | QueryResult<QueryResultRow>[]): QueryResult<QueryResultRow>[] {

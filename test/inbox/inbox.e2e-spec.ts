@@ -2,7 +2,7 @@ import { INestApplicationContext, Module } from '@nestjs/common';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { NestFactory } from '@nestjs/core';
-import { IdempotencyConfigError, IdempotencyModule, InboxService } from '../../lib';
+import { IdempotencyConfigError, IdempotencyModule, InboxService, TransactionAbortedError } from '../../lib';
 import { IdempotencyConnections } from '../../lib/storage/idempotency-connections';
 import { databaseUrl, sql, uniqueSchema } from '../support/test-app';
 import { nodeEntry } from '../support/node-entry';
@@ -106,12 +106,47 @@ describe('InboxService', () => {
     expect(retry.processed).toHaveLength(2);
   });
 
+  // Postgres answers the COMMIT of an aborted transaction with a silent ROLLBACK: reported as processed, the message
+  // would be acknowledged with nothing of it committed, its id included.
+  it('refuses a handler that caught a failed statement and returned: nothing committed, so the message is not processed', async () => {
+    const swallowing = async (manager: import('typeorm').EntityManager) => {
+      await recordEffect('evt-6')(manager);
+      await manager.query('SELECT 1 / 0').catch(() => undefined);
+      return 'looks fine';
+    };
+    const refused = await inbox.process('evt-6', 'payments', swallowing).then(() => undefined, (err: unknown) => err);
+    expect(refused).toBeInstanceOf(TransactionAbortedError);
+    expect((refused as Error).message).toMatch(/savepoint/);
+    expect(((refused as Error).cause as { code?: string }).code).toBe('22012'); // the statement that failed: division by zero
+    expect(await effects()).toEqual([]);
+    expect(await sql(`SELECT * FROM "${schema}".inbox_messages`)).toEqual([]);
+    const redelivery = await inbox.process('evt-6', 'payments', recordEffect('evt-6'));
+    expect(redelivery.status).toBe('processed');
+    expect(await effects()).toEqual(['evt-6']);
+
+    const batch = await inbox.processBatch([{ key: 'evt-7' }], 'batch', (manager) => swallowing(manager), (m) => m.key)
+      .then(() => undefined, (err: unknown) => err);
+    expect(batch).toBeInstanceOf(TransactionAbortedError);
+    expect(await effects()).toEqual(['evt-6']);
+    expect(await sql(`SELECT consumer, message_id FROM "${schema}".inbox_messages`)).toEqual([{ consumer: 'payments', message_id: 'evt-6' }]);
+  });
+
+  it('lets a handler recover from a failed statement inside a savepoint, as the error says', async () => {
+    const outcome = await inbox.process('evt-8', 'payments', async (manager) => {
+      await recordEffect('evt-8')(manager);
+      await manager.transaction((inner) => inner.query<unknown[]>('SELECT 1 / 0')).catch(() => undefined);
+      return 'recovered';
+    });
+    expect(outcome).toEqual({ status: 'processed', result: 'recovered' });
+    expect(await effects()).toEqual(['evt-8']);
+  });
+
   it('never deadlocks when concurrent batches hold the same ids in opposite orders', async () => {
     // Without a canonical lock order, each transaction holds half of the ids the other one needs: 40P01.
     const ids = Array.from({ length: 400 }, (_, i) => ({ id: `dl-${String(i).padStart(4, '0')}` }));
     const reversed = [...ids].reverse();
     // A deadlock would be run again in place (see own-conflicts.e2e-spec): count the transactions, one per batch.
-    const transactions = jest.spyOn(app.get(IdempotencyConnections).dataSource, 'transaction');
+    const transactions = jest.spyOn(app.get(IdempotencyConnections).dataSource, 'createQueryRunner');
     for (let round = 0; round < 15; round++) {
       const consumer = `deadlock-${round}`;
       const outcomes = await Promise.allSettled([

@@ -172,7 +172,7 @@ export class IdempotencyService {
         throw isStoreOutage(err) ? new StoreUnavailableError(err) : new StoreRejectedError(err);
       }
       if (typeof outcome === 'object' && outcome.kind === 'acquired') {
-        return { ...outcome, waited, call: new TransactionalCall(this, tx, outcome.claim) };
+        return { ...outcome, waited, call: new TransactionalCall(this, tx, outcome.claim, where) };
       }
       await tx.rollback();
       if (outcome === 'raced' && attempt < TRANSACTIONAL_CLAIM_ATTEMPTS) continue;

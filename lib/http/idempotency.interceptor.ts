@@ -14,6 +14,7 @@ import type { IdempotencyRequest } from '../interfaces/idempotency-options.inter
 import type { ResolvedHttpOptions, ResolvedOptions } from '../interfaces/resolved-options';
 import { resolveRouteOptions } from '../utils/validate-options';
 import { LeaseLostError } from '../errors/lease-lost.error';
+import { TransactionAbortedError } from '../errors/transaction-aborted.error';
 import { IdempotencyMetadataAccessor } from '../idempotency-metadata.accessor';
 import { parseIdempotencyKey } from './idempotency-key';
 import { IdempotencyProblemException, PROBLEM_CONTENT_TYPE } from './problem-details';
@@ -313,6 +314,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         return problemReplacement(transactionConflict(), this.options.http.problemTypeBase);
       }
       this.logger.error(why);
+      if (err instanceof TransactionAbortedError) return problemReplacement(transactionAborted(), this.options.http.problemTypeBase);
       const problem = err instanceof LeaseLostError
         ? new IdempotencyProblemException('in-progress', 'another request took this key over before this one committed; its writes were rolled back. Retry with the same key to get that request\'s response', { 'Retry-After': '1' })
         : new IdempotencyProblemException('store-unavailable', 'the outcome of this request could not be committed; its writes were rolled back. Retry with the same key later', { 'Retry-After': '1' });
@@ -418,6 +420,16 @@ export class IdempotencyInterceptor implements NestInterceptor {
 function transactionConflict(): IdempotencyProblemException {
   return new IdempotencyProblemException(
     'transaction-conflict', 'Postgres aborted this request\'s transaction for a conflict with a concurrent one; nothing of it was committed. Retry with the same key', { 'Retry-After': '1' },
+  );
+}
+
+/**
+ * The handler caught a failed statement's error and answered: Postgres had aborted its transaction, so nothing of it
+ * committed. The handler's defect, logged with what to change; a retry fails the same way until it is changed.
+ */
+function transactionAborted(): IdempotencyProblemException {
+  return new IdempotencyProblemException(
+    'transaction-aborted', 'a statement of this request\'s handler failed and the handler went on; Postgres aborted its transaction, so nothing of it was committed (the key is free)',
   );
 }
 

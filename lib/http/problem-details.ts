@@ -19,6 +19,7 @@ export const IDEMPOTENCY_PROBLEMS = {
   'key-reused': { status: 422, title: 'Idempotency key reused with a different request' },
   'in-progress': { status: 409, title: 'A request with this idempotency key is in progress' },
   'transaction-conflict': { status: 409, title: 'The request\'s transaction conflicted with a concurrent one' },
+  'transaction-aborted': { status: 500, title: 'The request\'s transaction was aborted by a statement that failed' },
   'store-unavailable': { status: 503, title: 'Idempotency store unavailable' },
 } as const;
 

@@ -1,9 +1,7 @@
 import type { PoolClient, QueryResult } from 'pg';
 import type { QueryRunner } from 'typeorm';
 import { dataSourceOf } from './cls/transaction-host-binding';
-import { sqlState } from './sql-state';
-
-const IN_FAILED_TRANSACTION = '25P02';
+import { inFailedTransaction } from './sql-state';
 
 /** The pg client a connected TypeORM query runner holds. */
 export function clientOf(runner: QueryRunner): PoolClient {
@@ -50,7 +48,7 @@ export function watchFailedStatements(runner: QueryRunner): { readonly failure: 
     try {
       return await query(...args);
     } catch (err) {
-      if (sqlState(err) !== IN_FAILED_TRANSACTION) watch.failure = err;
+      if (!inFailedTransaction(err)) watch.failure = err;
       throw err;
     }
   };

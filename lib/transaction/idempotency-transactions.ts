@@ -10,6 +10,11 @@ import type { TransactionIsolation } from './transaction-options';
 export interface OpenTransaction {
   /** What `currentTransaction()` returns inside it. */
   readonly manager: EntityManager;
+  /**
+   * The error of the work's statement that aborted the transaction (the newest one that failed through `manager`),
+   * if any: what a work that caught it and returned is told about (see TransactionAbortedError).
+   */
+  readonly abortedBy: unknown;
   /** Runs a statement in the transaction and returns its rows. */
   query<R>(text: string, values: unknown[]): Promise<R[]>;
   /**

@@ -10,7 +10,7 @@ import type { ClaimAttempt } from './claim-statement';
 import { InlineStatement, inlineStatementText } from './inline-statement';
 import { IdempotencyTransactions, OpenTransaction } from './idempotency-transactions';
 import { sqlState } from './sql-state';
-import { clientOf, hasSubscribers } from './checked-commit';
+import { clientOf, hasSubscribers, watchFailedStatements } from './checked-commit';
 import { DeferredStart, startWithFirstStatement } from './start-with-first-statement';
 import { isConflict } from './transaction-conflicts';
 import type { TransactionIsolation } from './transaction-options';
@@ -246,6 +246,8 @@ export class PostgresTransactions extends IdempotencyTransactions {
     // postgres.preparedStatements is off; the handler's go through TypeORM as usual.
     const client = clientOf(runner);
     const prepared = this.prepared;
+    // The outer transaction's runner, when nested, is watched by the outer call already.
+    const statements = owned ? watchFailedStatements(runner) : { failure: undefined };
     let finished = false;
     /** Ends a transaction whose START was never sent: nothing to tell Postgres. */
     const endUnstarted = async (): Promise<boolean> => {
@@ -308,6 +310,9 @@ export class PostgresTransactions extends IdempotencyTransactions {
     };
     return {
       manager: runner.manager,
+      get abortedBy() {
+        return statements.failure;
+      },
       query: rows,
       async completeAndCommit(claim: Claim, result: unknown, undoWork: boolean): Promise<CompletedRecord | null> {
         let found: QueryResultRow[][];

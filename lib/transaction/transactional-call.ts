@@ -3,14 +3,13 @@ import type { IdempotencyService } from '../core/idempotency.service';
 import { failureOutcome, RunOutcome, successOutcome } from '../core/run-outcome';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import { StoreUnavailableError } from '../errors/store-unavailable.error';
+import { TransactionAbortedError } from '../errors/transaction-aborted.error';
 import { setLongInterval } from '../utils/long-timer';
 import { withTransaction } from './current-transaction';
 import type { OpenTransaction } from './idempotency-transactions';
-import { sqlState } from './sql-state';
+import { inFailedTransaction } from './sql-state';
 import { isConflict, markAbortedForConflict } from './transaction-conflicts';
 import { probeTransaction } from './transaction-probe';
-
-const IN_FAILED_TRANSACTION = '25P02';
 
 /**
  * One claimed call in the transactional mode. The claim is the first statement of the work's transaction, so the
@@ -29,6 +28,8 @@ export class TransactionalCall {
     private readonly engine: IdempotencyService,
     private readonly tx: OpenTransaction,
     readonly claim: Claim,
+    /** Where the call was made, for errors: `IdempotencyService.run()`, `@Idempotent() / http.transaction`. */
+    private readonly where: string,
   ) {
     this.stopPing = keepTransactionAlive(tx, claim.leaseMs);
   }
@@ -75,7 +76,8 @@ export class TransactionalCall {
   /**
    * Stores `result` inside the transaction and commits, in one round trip: the claim, the writes and the outcome
    * become visible together. Throws {@link StoreUnavailableError} when Postgres failed (nothing of the transaction
-   * survives then, not even the claim: the key is free), {@link LeaseLostError} should the claim be gone.
+   * survives then, not even the claim: the key is free), {@link TransactionAbortedError} when a statement of the work
+   * had failed and aborted it (the key is free as well), {@link LeaseLostError} should the claim be gone.
    */
   commitWith(result: unknown): Promise<CompletedRecord> {
     return this.completeAndCommit(result, false);
@@ -126,6 +128,8 @@ export class TransactionalCall {
     try {
       record = await this.tx.completeAndCommit(this.claim, result, undoWork);
     } catch (err) {
+      // The completion was refused because a statement of the work had failed and the work went on: its failure, not an outage.
+      if (inFailedTransaction(err)) throw new TransactionAbortedError(`the work of idempotency key "${this.claim.key}" (${this.where})`, this.tx.abortedBy);
       throw new StoreUnavailableError(err);
     }
     if (!record) throw new LeaseLostError(this.claim.key);
@@ -137,7 +141,7 @@ export class TransactionalCall {
 
   /** Whether Postgres refuses the transaction's statements until it ends (SQLSTATE 25P02, "in failed transaction"). */
   private async aborted(): Promise<boolean> {
-    return sqlState(await probeTransaction(this.tx)) === IN_FAILED_TRANSACTION;
+    return inFailedTransaction(await probeTransaction(this.tx));
   }
 
   /** Marks the call finished (its transaction is being ended) and stops pinging it. */

@@ -10,6 +10,8 @@ import { withTransaction } from './current-transaction';
 import { IdempotencyTransactions, OpenTransaction } from './idempotency-transactions';
 import { isConflict, runAgainOnConflict } from './transaction-conflicts';
 import { probeTransaction } from './transaction-probe';
+import { inFailedTransaction } from './sql-state';
+import { TransactionAbortedError } from '../errors/transaction-aborted.error';
 import type { InlineStatement } from './inline-statement';
 import type { TransactionIsolation } from './transaction-options';
 
@@ -42,7 +44,9 @@ type CheckpointRow = StepStateRow & { recovery_attempts: number };
  * reads nothing (as a step without a transaction does not): its START goes with the step's first statement, so
  * with one statement of its own the step costs two round trips. A worker killed mid-step leaves nothing; a
  * second worker finishing the same step finds the first one's checkpoint (the check after the checkpoint fails, so
- * nothing commits) and adopts it. A failed outcome rolls the writes back and is checkpointed on its own — unless
+ * nothing commits) and adopts it. A step that caught a failed statement's error and returned cannot commit (Postgres
+ * aborted the transaction): TransactionAbortedError, the attempt's failure. A failed outcome rolls the writes back and
+ * is checkpointed on its own — unless
  * the transaction's connection was lost (Postgres restarting), which is thrown so BullMQ runs the job again.
  */
 export class TransactionalSteps {
@@ -114,6 +118,8 @@ export class TransactionalSteps {
       // should the commit fail, the job runs again and adopts the checkpoint if the commit went through
       results = await tx.commitAfter([{ statement: sql.checkpoint, values }, { statement: written, values: [entry.executionId, entry.position] }]);
     } catch (err) {
+      // The step caught a failed statement's error and returned: Postgres had aborted its transaction, nothing committed.
+      if (inFailedTransaction(err)) throw new TransactionAbortedError(`step "${entry.name}" (#${entry.position}) of execution ${entry.executionId}`, tx.abortedBy);
       if (!(err instanceof Error && err.message.includes(NOT_WRITTEN))) throw err;
       // Another worker's checkpoint stands (or committed after this statement's snapshot): its writes count, these were undone.
       const adopted = stateOf((await this.connections.pool.query<StepStateRow>({ ...sql.stepState, values: [entry.executionId, entry.position] })).rows);

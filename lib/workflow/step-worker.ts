@@ -3,6 +3,7 @@ import { LibraryLogger } from '../observability/library-logger';
 import { IdempotencyObserver, NoopObserver } from '../observability/idempotency-observer';
 import type { Job, Worker } from 'bullmq';
 import { StepTimeoutError } from '../errors/step-timeout.error';
+import { TransactionAbortedError } from '../errors/transaction-aborted.error';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { loadPeer } from '../utils/optional-peer';
@@ -116,9 +117,10 @@ export class StepWorker {
         const entry = { executionId: data.executionId, position: data.position, name: step.name, attempts: attempt, argsHash: data.argsHash ?? null };
         const fresh = await this.isFreshStart(queue, job);
         const done = await this.transactional.run(step.transaction.isolation, entry, run, write, fresh).catch(async (err: unknown) => {
-          // Aborted for a conflict as many times in a row as TransactionalSteps runs it: now this attempt's failure,
-          // as any error the step throws — the last one is checkpointed, so the workflow ends instead of losing the job.
-          if (!isConflict(err)) throw err;
+          // Aborted for a conflict as many times in a row as TransactionalSteps runs it, or by a failed statement the
+          // step caught: this attempt's failure, as any error the step throws — the last one is checkpointed, so the
+          // workflow ends instead of losing the job.
+          if (!isConflict(err) && !(err instanceof TransactionAbortedError)) throw err;
           return { status: 'running' as const, ...(await write(this.failedAttempt(step, data, attempt, err))) };
         });
         ({ checkpoint, execution } = done);

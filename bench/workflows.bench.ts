@@ -25,7 +25,7 @@ import { currentTransaction, IdempotencyModule, Step, Workflow, WorkflowClient }
 import { deleteRedisKeys, runBench } from './bench-support';
 import type { DbosPeerConfig, DbosPeerRow } from './workflows-dbos.peer';
 import { keepInFlight, percentile, STEPS } from './workflow-bench-support';
-import { installRoundTripCounter, perUnit, readCounts } from './round-trip-counter';
+import { installRoundTripCounter, perUnit, readCounts, UnitCost } from './round-trip-counter';
 import { waitCases } from './workflow-waits.bench-cases';
 import { taskCases } from './workflow-tasks.bench-cases';
 
@@ -132,8 +132,8 @@ interface Row {
   perSec: number;
   p50?: number;
   p99?: number;
-  /** Per step, in this process: Postgres statements, Redis commands, CPU µs (the counts do not depend on load, unlike perSec). */
-  cost?: { postgres: number; redis: number; cpuMicros: number };
+  /** Per step: Postgres statements, Redis commands, CPU µs of this process and of the servers (the counts do not depend on load, unlike perSec). */
+  cost?: UnitCost;
 }
 
 async function ours(client: WorkflowClient, concurrency: number, workflows: number): Promise<Row> {
@@ -244,6 +244,18 @@ async function roundTrip(count: number): Promise<Row> {
   return { label: `reference: BullMQ add→completed round trip, one at a time (${count} jobs)`, perSec: count / (times.reduce((a, b) => a + b, 0) / 1000), p50: percentile(times, 50), p99: percentile(times, 99) };
 }
 
+/** One durable commit (a single-row insert, synchronous_commit as the server has it), one at a time: the floor of a checkpoint. */
+async function commitRoundTrip(pool: Pool, count: number): Promise<Row> {
+  const text = `INSERT INTO "${SCHEMA}".bench_rows (k, v) VALUES ($1, $2)`;
+  const times: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const t0 = performance.now();
+    await pool.query({ name: 'bench_insert', text, values: [`c${i}`, '{"ok":true}'] });
+    times.push(performance.now() - t0);
+  }
+  return { label: `reference: one Postgres commit (single-row insert), one at a time (${count} rows)`, perSec: count / (times.reduce((a, b) => a + b, 0) / 1000), p50: percentile(times, 50), p99: percentile(times, 99) };
+}
+
 function fmt(n: number | undefined, digits = 0): string {
   return n === undefined || Number.isNaN(n) ? '' : n.toFixed(digits);
 }
@@ -277,6 +289,7 @@ async function main(): Promise<void> {
     const b2 = await pgInserts(pool, s(20_000));
     const b3 = await bullmqWithInsert(pool, s(20_000));
     const rt = await roundTrip(s(300));
+    const commit = await commitRoundTrip(pool, s(300));
     const waits = await waitCases(DATABASE_URL, REDIS_URL, s(1000), s(200));
     const taskLines = process.env.BENCH_TASKS === '0' ? [] : await taskCases(DATABASE_URL, REDIS_URL, s(2000));
     const out = (line = '') => process.stdout.write(`${line}\n`);
@@ -288,11 +301,14 @@ async function main(): Promise<void> {
       out(`| ${r.label} | ${fmt(r.perSec)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${fmt((100 * r.perSec) / b1.perSec, 1)}% | ${fmt((100 * r.perSec) / b2.perSec, 1)}% | ${fmt((100 * r.perSec) / b3.perSec, 1)}% |`);
     }
     for (const b of [b1, b2, b3]) out(`| ${b.label} | ${fmt(b.perSec)} jobs/s | | | | | |`);
-    out(`| ${rt.label} | | ${fmt(rt.p50, 2)} | ${fmt(rt.p99, 2)} | | | |`);
+    for (const ref of [rt, commit]) out(`| ${ref.label} | | ${fmt(ref.p50, 2)} | ${fmt(ref.p99, 2)} | | | |`);
     out('');
-    out('| per step, this process (counts do not depend on load) | Postgres statements | Redis commands | CPU (µs) |');
-    out('|---|---:|---:|---:|');
-    for (const r of rows) if (r.cost) out(`| ${r.label} | ${fmt(r.cost.postgres, 2)} | ${fmt(r.cost.redis, 2)} | ${fmt(r.cost.cpuMicros)} |`);
+    out('| per step (counts do not depend on load) | Postgres statements | Redis commands | CPU of this process (µs) | Postgres server CPU (µs) | Redis server CPU (µs) |');
+    out('|---|---:|---:|---:|---:|---:|');
+    for (const r of rows) {
+      if (r.cost) out(`| ${r.label} | ${fmt(r.cost.postgres, 2)} | ${fmt(r.cost.redis, 2)} | ${fmt(r.cost.cpuMicros)} | ${fmt(r.cost.server?.postgres)} | ${fmt(r.cost.server?.redis)} |`);
+    }
+    out('(server CPU: every postgres and redis-server process of this machine, from /proc; blank where unreadable)');
     out('');
     out('| waiting (issue 11) | p50 (ms) | p99 (ms) |');
     out('|---|---:|---:|');
@@ -310,7 +326,7 @@ async function main(): Promise<void> {
     const verdict = (ok: boolean) => (ok ? 'met' : 'NOT met');
     out(`goals (issue 9): ≥ 50% of baseline 3 at 100 concurrent → ${fmt((100 * c100.perSec) / b3.perSec, 1)}% (${verdict(c100.perSec >= 0.5 * b3.perSec)}); ` +
       `≥ 2× DBOS at 10 and 100 concurrent → ${fmt(vsDbos(1), 2)}×, ${fmt(vsDbos(2), 2)}× (${peers.length === 3 ? verdict(vsDbos(1) >= 2 && vsDbos(2) >= 2) : 'DBOS not run'}); ` +
-      `p50 overhead ≤ 0.7 ms at concurrency 1 → ${fmt(p50, 2)} ms (${verdict(p50 <= 0.7)})`);
+      `p50 overhead ≤ 0.7 ms at concurrency 1 → ${fmt(p50, 2)} ms (${verdict(p50 <= 0.7)}; one Postgres commit alone: ${fmt(commit.p50, 2)} ms)`);
     for (const line of taskLines) out(line);
   } finally {
     await app.close();

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { CompletedRecord } from '../../core/idempotency-record';
 import { CacheLookup, IdempotencyCache } from '../idempotency.cache';
+import { CallBatcher } from '../call-batcher';
 import { CircuitBreaker } from './circuit-breaker';
 
 // KEYS[1] record, KEYS[2] in-flight marker; ARGV[1] fingerprint, ARGV[2] lease ms.
@@ -13,6 +14,30 @@ if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {0} end
 local fp = redis.call('GET', KEYS[2])
 if fp then return {2, fp} end
 return {0}`;
+
+// The lookups of one turn of the event loop, each answered as LOOKUP answers it alone, in order: KEYS[2i-1] record,
+// KEYS[2i] marker, ARGV[2i-1] fingerprint, ARGV[2i] lease ms. A record already returned to an earlier lookup of this
+// call is answered {3, that lookup's number} instead of being sent again (nothing in here writes a record).
+const LOOKUP_MANY = `
+local out, hit = {}, {}
+for i = 1, #KEYS / 2 do
+  local rk, mk = KEYS[2 * i - 1], KEYS[2 * i]
+  if hit[rk] then
+    out[i] = {3, hit[rk]}
+  else
+    local rec = redis.call('GET', rk)
+    if rec then
+      hit[rk] = i
+      out[i] = {1, rec}
+    elseif redis.call('SET', mk, ARGV[2 * i - 1], 'NX', 'PX', ARGV[2 * i]) then
+      out[i] = {0}
+    else
+      local fp = redis.call('GET', mk)
+      if fp then out[i] = {2, fp} else out[i] = {0} end
+    end
+  end
+end
+return out`;
 
 // KEYS[1] record, KEYS[2] in-flight marker; ARGV[1] record JSON, ARGV[2] ttl ms.
 const REMEMBER = `
@@ -40,13 +65,37 @@ function toRecord(json: string): CompletedRecord {
   return { fingerprint: cached.f, result: cached.r, expiresAt: cached.e };
 }
 
+/** One lookup: the key's scope and key, the request's fingerprint and lease. */
+interface Lookup {
+  scope: string;
+  key: string;
+  fingerprint: string;
+  leaseMs: number;
+}
+
+/** A script's answer to one lookup: {1, record} cached, {2, fingerprint} in flight, {0} marked for the caller. */
+type LookupReply = [number, string?];
+
+function toLookup(reply: LookupReply): CacheLookup {
+  if (reply[0] === 1 && reply[1]) return { kind: 'hit', record: toRecord(reply[1]) };
+  if (reply[0] === 2 && reply[1] !== undefined) return { kind: 'busy', fingerprint: reply[1] };
+  return { kind: 'miss' };
+}
+
 /**
  * The Redis cache: completed records live under `<prefix>:{scope|key}:r` until they expire,
  * in-flight markers under `<prefix>:{scope|key}:f` for one lease. Every call goes through a
  * circuit breaker with a short timeout; on any failure it answers `miss` so Postgres decides.
+ * The lookups made in one turn of the event loop go to Redis as one script (on a standalone Redis: on a Cluster the
+ * keys of one script must share a slot, so each goes alone), as the store's reads share one statement.
  */
 export class RedisIdempotencyCache extends IdempotencyCache {
   private readonly lookupScript = script(LOOKUP);
+  private readonly lookupManyScript = script(LOOKUP_MANY);
+  private readonly lookups = new CallBatcher<Lookup, CacheLookup>(
+    (batch) => this.lookupTogether(batch),
+    (one) => this.lookupAlone(one),
+  );
 
   constructor(
     private readonly connection: { readonly redis?: Redis | Cluster; readonly redisKeyPrefix: string },
@@ -56,12 +105,20 @@ export class RedisIdempotencyCache extends IdempotencyCache {
   }
 
   lookup(scope: string, key: string, fingerprint: string, leaseMs: number): Promise<CacheLookup> {
-    return this.breaker.run(async () => {
-      const reply = (await this.eval(this.lookupScript, this.keys(scope, key), [fingerprint, String(leaseMs)])) as [number, string?];
-      if (reply[0] === 1 && reply[1]) return { kind: 'hit', record: toRecord(reply[1]) } as const;
-      if (reply[0] === 2 && reply[1] !== undefined) return { kind: 'busy', fingerprint: reply[1] } as const;
-      return { kind: 'miss' } as const;
-    }, { kind: 'miss' } as const);
+    const one: Lookup = { scope, key, fingerprint, leaseMs };
+    return this.breaker.run(() => (this.redis.isCluster ? this.lookupAlone(one) : this.lookups.call(one)), { kind: 'miss' } as const);
+  }
+
+  private async lookupAlone({ scope, key, fingerprint, leaseMs }: Lookup): Promise<CacheLookup> {
+    return toLookup((await this.eval(this.lookupScript, this.keys(scope, key), [fingerprint, String(leaseMs)])) as LookupReply);
+  }
+
+  private async lookupTogether(batch: Lookup[]): Promise<CacheLookup[]> {
+    const keys = batch.flatMap((l) => this.keys(l.scope, l.key));
+    const args = batch.flatMap((l) => [l.fingerprint, String(l.leaseMs)]);
+    const replies = (await this.eval(this.lookupManyScript, keys, args)) as Array<[number, string | number | undefined]>;
+    // {3, n}: the record of the n-th lookup (a hit), parsed again for this one
+    return replies.map((reply) => toLookup((reply[0] === 3 ? replies[Number(reply[1]) - 1] : reply) as LookupReply));
   }
 
   override peek(scope: string, key: string): Promise<CompletedRecord | undefined> {

@@ -1,4 +1,4 @@
-import type { PoolClient, QueryResult } from 'pg';
+import type { PoolClient } from 'pg';
 import type { QueryRunner } from 'typeorm';
 import { dataSourceOf } from './cls/transaction-host-binding';
 import { inFailedTransaction } from './sql-state';
@@ -17,14 +17,6 @@ export function hasSubscribers(runner: QueryRunner): boolean {
 }
 
 /**
- * Postgres answers the COMMIT of a transaction that a failed statement aborted with a silent ROLLBACK (its command
- * tag), not with an error: the one sign that nothing committed.
- */
-export function commitRolledBack(reply: Pick<QueryResult, 'command'>): boolean {
-  return reply.command === 'ROLLBACK';
-}
-
-/**
  * Commits the transaction of `runner` (a connected TypeORM query runner at depth 1), as TypeORM's commitTransaction
  * does, but reads the COMMIT's answer: when Postgres rolled back instead (a statement had failed and its error was
  * caught), throws `aborted()`.
@@ -33,7 +25,8 @@ export async function commitOrThrow(runner: QueryRunner, aborted: () => Error): 
   if (hasSubscribers(runner)) await runner.broadcaster.broadcast('BeforeTransactionCommit');
   const reply = await clientOf(runner).query('COMMIT');
   Object.assign(runner, { isTransactionActive: false, transactionDepth: 0 });
-  if (commitRolledBack(reply)) throw aborted();
+  // Postgres answers the COMMIT of a transaction that a failed statement aborted with a ROLLBACK tag, not an error
+  if (reply.command === 'ROLLBACK') throw aborted();
   if (hasSubscribers(runner)) await runner.broadcaster.broadcast('AfterTransactionCommit');
 }
 

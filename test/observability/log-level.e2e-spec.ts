@@ -1,11 +1,10 @@
 // Issue 14: every line of the library goes through Nest's Logger under a stable context ('Idempotency', 'Workflows'),
 // and `logLevel` filters the library's own lines, never the app's. Seen through a custom LoggerService.
-import { Injectable, Logger, LoggerService, Module, OnModuleInit } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import { Injectable, Logger, LoggerService, OnModuleInit } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { IdempotencyConfigError, IdempotencyModule, IdempotencyModuleOptions } from '../../lib';
 import { startConfiguredApp } from '../support/configured-app';
-import { databaseUrl, sql, uniqueSchema } from '../support/test-app';
+import { createEngineContext, databaseUrl, sql, uniqueSchema } from '../support/test-app';
 
 jest.setTimeout(60_000);
 
@@ -92,10 +91,8 @@ describe('logLevel', () => {
   it('says nothing of http.scope in a standalone application context (a worker): it serves no requests to scope', async () => {
     const logger = new RecordingLogger();
     const schema = uniqueSchema('lls');
-    @Module({ imports: [IdempotencyModule.forRoot({ postgres: { url: databaseUrl(), schema }, redis: false, migrationsRun: true })] })
-    class WorkerModule {}
     try {
-      const worker = await NestFactory.createApplicationContext(WorkerModule, { logger });
+      const worker = await createEngineContext(schema, { redis: false }, { logger });
       await worker.close();
     } finally {
       await sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);

@@ -66,8 +66,13 @@ export async function createTestApp(config: TestAppOptions): Promise<INestApplic
   return app;
 }
 
-/** An app without HTTP, with IdempotencyModule against the suite's Postgres (in `schema`) and Redis; `options` override. */
-export async function createEngineContext(schema: string, options: Partial<IdempotencyModuleOptions> = {}): Promise<INestApplicationContext> {
+/**
+ * An app without HTTP, with IdempotencyModule against the suite's Postgres (in `schema`) and Redis; `options` override.
+ * `appOptions` go to Nest (silent unless a `logger` is given).
+ */
+export async function createEngineContext(
+  schema: string, options: Partial<IdempotencyModuleOptions> = {}, appOptions: Parameters<typeof NestFactory.createApplicationContext>[1] = {},
+): Promise<INestApplicationContext> {
   const idempotency = IdempotencyModule.forRoot({
     postgres: { url: databaseUrl(), schema },
     redis: { url: redisUrl(), keyPrefix: `idem-${schema}` },
@@ -76,7 +81,7 @@ export async function createEngineContext(schema: string, options: Partial<Idemp
   });
   @Module({ imports: [idempotency] })
   class EngineContextModule {}
-  return NestFactory.createApplicationContext(EngineContextModule, { logger: false });
+  return NestFactory.createApplicationContext(EngineContextModule, { logger: false, ...appOptions });
 }
 
 /** Runs a query against the suite's database. */

@@ -324,9 +324,9 @@ class ChaosRun {
       url,
       `SELECT s.step_key AS key FROM ${LEDGER}.step_effects s
        JOIN ${LIBRARY_SCHEMA}.workflow_steps w ON w.execution_id = s.execution_id AND w.position = s.position
-       WHERE NOT s.tx AND s.started_at > w.completed_at`,
+       WHERE NOT s.tx AND s.started_at > coalesce(pg_xact_commit_timestamp(w.xmin), w.completed_at)`,
     );
-    r.mustBeZero(s, 'completed plain steps run again (a run started after the checkpoint)', reruns.map((x) => x.key));
+    r.mustBeZero(s, 'completed plain steps run again (a run started after the checkpoint committed)', reruns.map((x) => x.key));
     const extra = await sql<{ n: number }>(
       url,
       `SELECT coalesce(sum(c - 1), 0)::int AS n FROM (SELECT count(*) AS c FROM ${LEDGER}.step_effects WHERE NOT tx GROUP BY step_key) t`,

@@ -4,6 +4,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Redis from 'ioredis';
+import { Client } from 'pg';
 
 interface ServicesModule {
   startRedis(name: string, fixedPort?: number): Promise<{ url: string; port: number; proc: ChildProcess }>;
@@ -32,10 +33,27 @@ export class ChaosServices {
     this.pg = pg.proc;
     this.databaseUrl = pg.url;
     this.pgPort = Number(new URL(pg.url).port);
+    await this.trackCommitTimestamps();
     const redis = await services.startRedis(this.name);
     this.redis = redis.proc;
     this.redisUrl = redis.url;
     this.redisPort = redis.port;
+  }
+
+  /**
+   * Postgres records when each transaction committed, so a step run can be compared with the moment its checkpoint
+   * became visible: `completed_at` is `now()`, the start of the checkpoint's transaction, which can precede the commit
+   * by a lock wait or a restart. The setting takes effect at the server's start, hence the restart.
+   */
+  private async trackCommitTimestamps(): Promise<void> {
+    const client = new Client({ connectionString: this.databaseUrl });
+    await client.connect();
+    try {
+      await client.query('ALTER SYSTEM SET track_commit_timestamp = on');
+    } finally {
+      await client.end();
+    }
+    await this.restartPostgres(0);
   }
 
   /** Fast shutdown of Postgres (every session cut, transactions in flight rolled back), then the same port again. */

@@ -8,8 +8,9 @@
 //   baselines on the same Redis and Postgres: raw BullMQ trivial jobs/s (worker concurrency 50), raw single-row
 //         Postgres inserts/s (50 concurrent, pool of 20), BullMQ jobs that each insert one Postgres row, and the
 //         BullMQ add→completed round trip (one at a time);
-//   insert steps: 10-step workflows whose steps each insert one row, without and with @Step({ transaction: true })
-//         (then the row commits with the step's checkpoint), 100 concurrent.
+//   insert steps: 10-step workflows whose steps each insert one row, 100 concurrent: without a transaction through
+//         a pg pool (prepared statement) and through an app's TypeORM DataSource, and with @Step({ transaction: true })
+//         through currentTransaction() (TypeORM's client; the row commits with the step's checkpoint).
 // Settings (environment): BENCH_SCALE (1; multiplies the amounts of work), BENCH_KEEP=1 keeps the schema.
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
@@ -21,6 +22,7 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import Redis from 'ioredis';
 import { Pool } from 'pg';
+import { DataSource } from 'typeorm';
 import { currentTransaction, IdempotencyModule, Step, Workflow, WorkflowClient } from '../lib';
 import { deleteRedisKeys, runBench } from './bench-support';
 import type { DbosPeerConfig, DbosPeerRow } from './workflows-dbos.peer';
@@ -67,6 +69,8 @@ class TenSteps {
 
 /** The pool the non-transactional insert steps write through (the transactional ones use currentTransaction()). */
 let stepPool: Pool | undefined;
+/** An app's own TypeORM DataSource: the plain insert steps that write through the client currentTransaction() uses. */
+let stepDataSource: DataSource | undefined;
 const STEP_ROWS = `"${SCHEMA}".bench_step_rows`;
 
 @Workflow({ name: 'bench-ten-inserts', identity: 'always_unique' })
@@ -79,6 +83,19 @@ class TenInserts {
   @Step()
   async insert(n: number, i: number): Promise<void> {
     await stepPool!.query({ name: 'bench_step_insert', text: `INSERT INTO ${STEP_ROWS} (k) VALUES ($1)`, values: [`${n}:${i}`] });
+  }
+}
+
+@Workflow({ name: 'bench-ten-typeorm-inserts', identity: 'always_unique' })
+class TenTypeormInserts {
+  async run(input: { n: number }): Promise<number> {
+    for (let i = 0; i < STEPS; i++) await this.insert(input.n, i);
+    return input.n;
+  }
+
+  @Step()
+  async insert(n: number, i: number): Promise<void> {
+    await stepDataSource!.query(`INSERT INTO ${STEP_ROWS} (k) VALUES ($1)`, [`orm${n}:${i}`]);
   }
 }
 
@@ -104,7 +121,7 @@ class TenTransactionalInserts {
       workflows: { queuePrefix: PREFIX, concurrency: 100, workflowConcurrency: 200 },
     }),
   ],
-  providers: [TenSteps, TenInserts, TenTransactionalInserts],
+  providers: [TenSteps, TenInserts, TenTypeormInserts, TenTransactionalInserts],
 })
 class BenchModule {}
 
@@ -151,14 +168,24 @@ async function ours(client: WorkflowClient, concurrency: number, workflows: numb
   };
 }
 
-/** 10-step workflows whose steps each insert one row, 100 concurrent: `transactional` puts the row in the checkpoint's transaction. */
-async function insertSteps(client: WorkflowClient, transactional: boolean, workflows: number): Promise<Row> {
-  const type = transactional ? TenTransactionalInserts : TenInserts;
+/**
+ * 10-step workflows whose steps each insert one row, 100 concurrent: through a pg pool as a prepared statement
+ * (`pg`), through an app's TypeORM DataSource (`typeorm`), or through currentTransaction() (`transaction`: the row
+ * commits with the step's checkpoint; TypeORM's client, so `typeorm` differs from it only by the transaction).
+ */
+const INSERT_HOW = {
+  pg: 'through a pg pool (prepared)',
+  typeorm: 'through a TypeORM DataSource',
+  transaction: 'through currentTransaction(), @Step({ transaction: true })',
+};
+
+async function insertSteps(client: WorkflowClient, how: 'pg' | 'typeorm' | 'transaction', workflows: number): Promise<Row> {
+  const type = how === 'transaction' ? TenTransactionalInserts : how === 'typeorm' ? TenTypeormInserts : TenInserts;
   await keepInFlight(200, 100, async (i) => (await client.start(type, { n: -1 - i })).result()); // warm-up
   const before = readCounts();
   const ms = await keepInFlight(workflows, 100, async (i) => (await client.start(type, { n: i })).result());
   return {
-    label: `ours: 10-step workflows, each step inserts one row${transactional ? ', @Step({ transaction: true })' : ''}, 100 concurrent (${workflows} workflows)`,
+    label: `ours: 10-step workflows, each step inserts one row ${INSERT_HOW[how]}, 100 concurrent (${workflows} workflows)`,
     perSec: (workflows * STEPS) / (ms / 1000),
     cost: perUnit(before, workflows * STEPS),
   };
@@ -281,9 +308,11 @@ async function main(): Promise<void> {
     rows.push(await ours(client, 100, s(1000)));
     stepPool = pool;
     await pool.query(`CREATE TABLE IF NOT EXISTS ${STEP_ROWS} (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, k text)`);
-    const plainInserts = await insertSteps(client, false, s(500));
-    const txInserts = await insertSteps(client, true, s(500));
-    rows.push(plainInserts, txInserts);
+    stepDataSource = await new DataSource({ type: 'postgres', url: DATABASE_URL, poolSize: 20 }).initialize();
+    const plainInserts = await insertSteps(client, 'pg', s(500));
+    const typeormInserts = await insertSteps(client, 'typeorm', s(500));
+    const txInserts = await insertSteps(client, 'transaction', s(500));
+    rows.push(plainInserts, typeormInserts, txInserts);
     const peers = WITH_DBOS ? await dbos(pool, [[1, s(100)], [10, s(200)], [100, s(1000)]]) : [];
     const b1 = await bullmqTrivial(s(20_000));
     const b2 = await pgInserts(pool, s(20_000));
@@ -316,7 +345,9 @@ async function main(): Promise<void> {
     out(`goals (issue 11): sleep wake-up lateness p50 ≤ 50 ms → ${fmt(waits[0].p50, 1)} ms (${waits[0].p50 <= 50 ? 'met' : 'NOT met'}); ` +
       `send→recv p50 ≤ 10 ms → ${fmt(waits[1].p50, 1)} ms (${waits[1].p50 <= 10 ? 'met' : 'NOT met'})`);
     out('');
-    out(`transactional insert steps vs the same insert without a transaction: ${fmt(txInserts.perSec / plainInserts.perSec, 2)} (goal ≥ 1.00: ${txInserts.perSec >= plainInserts.perSec ? 'met' : 'NOT met'})`);
+    const vsPlain = (plain: Row) => `${fmt(txInserts.perSec / plain.perSec, 2)} (goal ≥ 1.00: ${txInserts.perSec >= plain.perSec ? 'met' : 'NOT met'})`;
+    out(`transactional insert steps vs the same insert without a transaction, through TypeORM as they write: ${vsPlain(typeormInserts)}; ` +
+      `through a pg pool as a prepared statement: ${vsPlain(plainInserts)}`);
     const c100 = rows[2];
     if (peers.length === 3) {
       out(`vs DBOS in this run: ${[1, 10, 100].map((c, i) => `${c} concurrent ${fmt(rows[i].perSec / peers[i].perSec, 2)}×`).join(', ')}`);
@@ -330,6 +361,7 @@ async function main(): Promise<void> {
     for (const line of taskLines) out(line);
   } finally {
     await app.close();
+    await stepDataSource?.destroy();
     if (!KEEP) await pool.query(`DROP SCHEMA IF EXISTS "${SCHEMA}" CASCADE`).catch(() => undefined);
     await pool.end();
     await deleteRedisKeys(redis, `${PREFIX}:*`);

@@ -191,7 +191,10 @@ interface InsertLib {
   IdempotencyConnections: typeof IdempotencyConnections;
 }
 
-/** Routes of `lib`'s app whose handler inserts one row: (i) without the interceptor, (j) behind it, (k) transactional, (n) the floor of (k). */
+/**
+ * Routes of `lib`'s app whose handler inserts one row: (i) without the interceptor, (j) behind it, (k) transactional,
+ * (n) the floor of (k); and (o), the transactional mode on (b)'s trivial handler.
+ */
 function insertController(lib: InsertLib): Type<unknown> {
   @Controller()
   class InsertController implements OnApplicationBootstrap {
@@ -239,6 +242,14 @@ function insertController(lib: InsertLib): Type<unknown> {
     async ordersTx(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
       this.stats.record(key);
       await this.insertRow(key, body, lib.currentTransaction());
+      return respond(body);
+    }
+
+    /** (o) First-time keys on (b)'s trivial handler in transactional mode: the one-commit path, no insert. */
+    @Post('orders-one-commit')
+    @lib.Idempotent({ transaction: true })
+    ordersOneCommit(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
+      this.stats.record(key);
       return respond(body);
     }
 

@@ -14,6 +14,8 @@
 //   (h) floor of (d): the route runs one prepared indexed SELECT of the record (pg pool of the module's size)
 //   (i) a route without the interceptor whose handler inserts one row; (j) first-time keys on the same insert;
 //   (k) first-time keys on the same insert with transaction: true (the row commits with the stored response)
+//   (o) first-time keys with transaction: true on (b)'s trivial handler: the one-commit path (claim and completion
+//       in one transaction), as a ratio to (0) like (b)
 //   (n) floor of (k): a route without the library running (k)'s statements on one pooled connection: START TRANSACTION
 //       + a claim row, the same insert, the claim row's update + COMMIT (three round trips, one commit)
 //   (l) the bare app's route behind a no-op interceptor: what Nest charges for any interceptor (the floor of (a), (m))
@@ -67,7 +69,7 @@ const DEFAULT_POOL_SIZE = 20;
 const BODY = JSON.stringify({ amount: 42, currency: 'EUR' });
 const RUN = randomBytes(4).toString('hex');
 
-type CaseId = '0' | 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i' | 'j' | 'k' | 'l' | 'm' | 'n' | 'B' | 'C' | 'D' | 'M' | 'J' | 'K';
+type CaseId = '0' | 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i' | 'j' | 'k' | 'l' | 'm' | 'n' | 'o' | 'B' | 'C' | 'D' | 'M' | 'J' | 'K';
 /** One process each: this library with Redis, with `redis: false`, the bare app, the peer, the floor, and BENCH_BASE's library with and without Redis. */
 type AppName = 'redis' | 'pg' | 'bare' | 'peer' | 'floor' | 'base' | 'basepg';
 type Phase = 'w' | 'm';
@@ -154,6 +156,10 @@ const CASES: CaseSpec[] = [
     keys: (phase) => counterKeys(`tx-${RUN}-${phase}-`, 1), measuredPrefix: `tx-${RUN}-m-`,
   },
   {
+    id: 'o', label: '(o) first-time keys, transaction: true (one commit)', app: 'redis', path: '/orders-one-commit',
+    keys: (phase) => counterKeys(`one-${RUN}-${phase}-`, 1), measuredPrefix: `one-${RUN}-m-`,
+  },
+  {
     id: 'n', label: '(n) floor of (k): its round trips and one commit, no library', app: 'redis', path: '/tx-floor',
     keys: (phase) => counterKeys(`floor-${RUN}-${phase}-`, 1), measuredPrefix: `floor-${RUN}-m-`,
   },
@@ -193,7 +199,7 @@ const CASES: CaseSpec[] = [
   },
 ];
 /** Measured in this order (writes last, so Postgres background work after (b) does not disturb the replays). */
-const RUN_ORDER: CaseId[] = (['0', 'l', 'a', 'm', 'M', 'c', 'C', 'g', 'd', 'D', 'h', 'b', 'B', 'f', 'e', 'i', 'j', 'J', 'k', 'K', 'n'] as CaseId[])
+const RUN_ORDER: CaseId[] = (['0', 'l', 'a', 'm', 'M', 'c', 'C', 'g', 'd', 'D', 'h', 'b', 'B', 'o', 'f', 'e', 'i', 'j', 'J', 'k', 'K', 'n'] as CaseId[])
   .filter((id) => id === '0' || ONLY.length === 0 || ONLY.includes(id))
   .filter((id) => BASE_DIR !== undefined || !['B', 'C', 'D', 'M', 'J', 'K'].includes(id));
 /** What (h) reads must exist: (d) prepares it, so (h) brings (d) along. */
@@ -341,6 +347,7 @@ async function check(spec: CaseSpec, r: autocannon.Result, handler: HandlerStats
       break;
     case 'b':
     case 'B':
+    case 'o':
     case 'j':
     case 'k':
     case 'J':
@@ -577,11 +584,35 @@ function report(adapter: AdapterName, { results, baselineAgain }: AdapterRun): v
     const base = results.some((r) => r.spec.id === 'J' || r.spec.id === 'K') ? `; with BENCH_BASE's library: ${ratio('J')}, ${ratio('K')}` : '';
     process.stdout.write(`${base}.\n`);
   }
+  process.stdout.write(`${goalsLine(adapter, results)}\n`);
   if (Math.abs(drift) > DRIFT_WARNING) {
     process.stdout.write(`WARNING ${name}: (0) changed by ${fmt.pct(drift)} between its two runs; the machine's speed varied (other load?), so compare the ratios with care.\n`);
   }
   for (const w of warnings) process.stdout.write(`WARNING ${name} ${w}\n`);
   if (warnings.length === 0) process.stdout.write('Checks passed: no errors, replays all 201 without running the handler, one record and one handler run per key.\n');
+}
+
+/**
+ * Issue 9's and issue 8's goals for this adapter against this run: each ratio, and whether it is met (a case left
+ * out by BENCH_CASES is "not run"). Issue 9's peer goal "at or above the fastest peer that keeps a durable record"
+ * has no case: the in-run peer keeps none.
+ */
+function goalsLine(adapter: AdapterName, results: CaseResult[]): string {
+  const rps = (id: CaseId) => results.find((r) => r.spec.id === id)?.rps;
+  const goal = (label: string, id: CaseId, over: CaseId, atLeast: number) => {
+    const a = rps(id);
+    const b = rps(over);
+    if (a === undefined || b === undefined) return `${label} ≥ ${atLeast.toFixed(2)}: not run`;
+    const ratio = a / b;
+    return `${label} ≥ ${atLeast.toFixed(2)} → ${ratio.toFixed(2)} (${ratio >= atLeast ? 'met' : 'NOT met'})`;
+  };
+  const express = adapter === 'express';
+  const issue9 = express
+    ? [goal('(c)/(0) Redis replays', 'c', '0', 0.9), goal('(b)/(0) first-time keys', 'b', '0', 0.4), goal('(o)/(0) first-time keys, transaction: true', 'o', '0', 0.55)]
+    : [goal('(c)/(0) Redis replays', 'c', '0', 0.55), goal('(d)/(0) Postgres-only replays', 'd', '0', 0.3)];
+  issue9.push(goal('(c)/(g) replays against the Redis-only peer', 'c', 'g', 0.95));
+  const issue8 = goal('(k)/(i) transactional first-time keys with an insert', 'k', 'i', express ? 0.8 : 0.6);
+  return `\nGoals in this run — issue 9: ${issue9.join('; ')}. Issue 8: ${issue8}.`;
 }
 
 async function cleanup(db: Client, redis: Redis, schemas: string[], prefixes: string[]): Promise<void> {

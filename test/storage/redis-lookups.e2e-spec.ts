@@ -1,6 +1,7 @@
 // The Redis cache's lookups made in one turn of the event loop go to Redis as one script: each must be answered as
 // it would be alone, in the order the lookups were made — a replay, a key in flight (its fingerprint), or a miss
-// that marked the key in flight for that lookup only.
+// that marked the key in flight for that lookup only. The peeks of one turn (the transactional mode's read) go as one
+// MGET, each answered as alone.
 import { Logger } from '@nestjs/common';
 import Redis from 'ioredis';
 import { randomUUID } from 'node:crypto';
@@ -70,5 +71,28 @@ describe('RedisIdempotencyCache: the lookups of one turn', () => {
     expect(ttl).toBeGreaterThan(25_000);
     expect(ttl).toBeLessThanOrEqual(30_000);
     expect(await redis.get(`${prefix}:{5:lease|k2}:f`)).toBe('fp-2');
+  });
+
+  it('reads the peeks of one turn with one MGET, each answered as alone, marking nothing', async () => {
+    await prepare('peeks');
+    const keys = ['done', 'held', 'new', 'done'];
+    const alone: unknown[] = [];
+    for (const key of keys) alone.push(await cache.peek('peeks', key));
+
+    const mget = jest.spyOn(redis, 'mget');
+    const get = jest.spyOn(redis, 'get');
+    const together = await Promise.all(keys.map((key) => cache.peek('peeks', key)));
+    expect(mget).toHaveBeenCalledTimes(1);
+    expect(get).not.toHaveBeenCalled();
+    mget.mockRestore();
+    get.mockRestore();
+
+    expect(together).toEqual(alone);
+    expect(together[0]).toMatchObject({ fingerprint: 'fp-done', result: { status: 201, body: { id: 1 } } });
+    expect(together.slice(1, 3)).toEqual([undefined, undefined]);
+    // Two peeks of one record: each caller gets a record of its own.
+    expect(together[3]).not.toBe(together[0]);
+    // Nothing was marked: the new key's next lookup misses (and marks it) rather than finding it in flight.
+    expect(await cache.lookup('peeks', 'new', 'fp-new', 60_000)).toEqual({ kind: 'miss' });
   });
 });

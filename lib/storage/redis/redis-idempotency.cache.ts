@@ -86,8 +86,9 @@ function toLookup(reply: LookupReply): CacheLookup {
  * The Redis cache: completed records live under `<prefix>:{scope|key}:r` until they expire,
  * in-flight markers under `<prefix>:{scope|key}:f` for one lease. Every call goes through a
  * circuit breaker with a short timeout; on any failure it answers `miss` so Postgres decides.
- * The lookups made in one turn of the event loop go to Redis as one script (on a standalone Redis: on a Cluster the
- * keys of one script must share a slot, so each goes alone), as the store's reads share one statement.
+ * The lookups made in one turn of the event loop go to Redis as one script, and the peeks as one MGET (on a
+ * standalone Redis: on a Cluster the keys of one command must share a slot, so each goes alone), as the store's
+ * reads share one statement.
  */
 export class RedisIdempotencyCache extends IdempotencyCache {
   private readonly lookupScript = script(LOOKUP);
@@ -95,6 +96,11 @@ export class RedisIdempotencyCache extends IdempotencyCache {
   private readonly lookups = new CallBatcher<Lookup, CacheLookup>(
     (batch) => this.lookupTogether(batch),
     (one) => this.lookupAlone(one),
+  );
+  /** The peeks of one turn (the transactional mode's read before its claim) as one MGET of their record keys. */
+  private readonly peeks = new CallBatcher<string, string | null>(
+    (recordKeys) => this.redis.mget(...recordKeys),
+    (recordKey) => this.redis.get(recordKey),
   );
 
   constructor(
@@ -123,7 +129,8 @@ export class RedisIdempotencyCache extends IdempotencyCache {
 
   override peek(scope: string, key: string): Promise<CompletedRecord | undefined> {
     return this.breaker.run(async () => {
-      const reply = await this.redis.get(this.keys(scope, key)[0]);
+      const recordKey = this.keys(scope, key)[0];
+      const reply = await (this.redis.isCluster ? this.redis.get(recordKey) : this.peeks.call(recordKey));
       return reply === null ? undefined : toRecord(reply);
     }, undefined);
   }

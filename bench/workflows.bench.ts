@@ -171,7 +171,8 @@ async function ours(client: WorkflowClient, concurrency: number, workflows: numb
 /**
  * 10-step workflows whose steps each insert one row, 100 concurrent: through a pg pool as a prepared statement
  * (`pg`), through an app's TypeORM DataSource (`typeorm`), or through currentTransaction() (`transaction`: the row
- * commits with the step's checkpoint; TypeORM's client, so `typeorm` differs from it only by the transaction).
+ * commits with the step's checkpoint; TypeORM's client, so `typeorm` differs from it by the transaction, and by its
+ * pool: the app's own 20 connections against the module's 20, which the transaction holds and checkpoints share).
  */
 const INSERT_HOW = {
   pg: 'through a pg pool (prepared)',

@@ -41,19 +41,26 @@ export class ChaosServices {
   }
 
   /**
-   * Postgres records when each transaction committed, so a step run can be compared with the moment its checkpoint
-   * became visible: `completed_at` is `now()`, the start of the checkpoint's transaction, which can precede the commit
-   * by a lock wait or a restart. The setting takes effect at the server's start, hence the restart.
+   * Postgres records when each transaction committed, so a step run can be compared with its checkpoint's commit:
+   * `completed_at` is `now()`, the start of the checkpoint's transaction, which a lock wait can put well before the
+   * commit (the commit timestamp is taken just before the transaction becomes visible: a bound microseconds early).
+   * The setting takes effect when the server starts, hence the restart (ALTER SYSTEM keeps it for the later ones).
    */
   private async trackCommitTimestamps(): Promise<void> {
+    await this.query('ALTER SYSTEM SET track_commit_timestamp = on');
+    await this.restartPostgres(0);
+    const [{ track_commit_timestamp: on }] = await this.query<{ track_commit_timestamp: string }>('SHOW track_commit_timestamp');
+    if (on !== 'on') throw new Error(`chaos: track_commit_timestamp is "${on}" after the restart; the rerun check needs it on`);
+  }
+
+  private async query<R extends object>(text: string): Promise<R[]> {
     const client = new Client({ connectionString: this.databaseUrl });
     await client.connect();
     try {
-      await client.query('ALTER SYSTEM SET track_commit_timestamp = on');
+      return (await client.query<R>(text)).rows;
     } finally {
       await client.end();
     }
-    await this.restartPostgres(0);
   }
 
   /** Fast shutdown of Postgres (every session cut, transactions in flight rolled back), then the same port again. */

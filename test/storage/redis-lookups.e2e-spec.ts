@@ -90,9 +90,19 @@ describe('RedisIdempotencyCache: the lookups of one turn', () => {
     expect(together).toEqual(alone);
     expect(together[0]).toMatchObject({ fingerprint: 'fp-done', result: { status: 201, body: { id: 1 } } });
     expect(together.slice(1, 3)).toEqual([undefined, undefined]);
-    // Two peeks of one record: each caller gets a record of its own.
-    expect(together[3]).not.toBe(together[0]);
+    expect(together[3]).toEqual(together[0]);
     // Nothing was marked: the new key's next lookup misses (and marks it) rather than finding it in flight.
     expect(await cache.lookup('peeks', 'new', 'fp-new', 60_000)).toEqual({ kind: 'miss' });
+  });
+
+  it('answers every peek of a batch whose MGET fails as a miss, so Postgres decides', async () => {
+    await prepare('peek-fails');
+    const mget = jest.spyOn(redis, 'mget').mockRejectedValueOnce(new Error('connection lost'));
+    const peeks = await Promise.all(['done', 'new'].map((key) => cache.peek('peek-fails', key)));
+    expect(mget).toHaveBeenCalledTimes(1);
+    mget.mockRestore();
+    expect(peeks).toEqual([undefined, undefined]);
+    // Redis is fine again: the record is found.
+    expect(await cache.peek('peek-fails', 'done')).toMatchObject({ fingerprint: 'fp-done' });
   });
 });

@@ -88,7 +88,8 @@ function toLookup(reply: LookupReply): CacheLookup {
  * circuit breaker with a short timeout; on any failure it answers `miss` so Postgres decides.
  * The lookups made in one turn of the event loop go to Redis as one script, and the peeks as one MGET (on a
  * standalone Redis: on a Cluster the keys of one command must share a slot, so each goes alone), as the store's
- * reads share one statement.
+ * reads share one statement. Each call still passes the breaker on its own: a batch that fails counts once per call
+ * in it, as the same calls sent one by one, all in flight when Redis failed, would have.
  */
 export class RedisIdempotencyCache extends IdempotencyCache {
   private readonly lookupScript = script(LOOKUP);

@@ -13,6 +13,15 @@ const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 
 const BATCH = 500;
 
 /**
+ * How long the reconciler's lock outlives an instance killed during a pass: two intervals, so that the next pass of
+ * another instance is late by about one interval, never less than 10 s (the lock is renewed every third of it, and a
+ * renewal may miss while Postgres restarts) nor more than 60 s (a long interval needs no longer lease).
+ */
+export function reconcilerLeaseMs(recoveryIntervalMs: number): number {
+  return Math.min(60_000, Math.max(10_000, 2 * recoveryIntervalMs));
+}
+
+/**
  * Keeps Postgres and BullMQ in step, on one instance at a time (a lease row in Postgres): re-enqueues unfinished
  * executions that have no live workflow job (Redis flushed, job lost), counting each as a recovery so that a
  * workflow that keeps crashing ends as failed; times out executions past their deadline; deletes expired ones.
@@ -63,7 +72,7 @@ export class WorkflowReconciler {
         if (batch.length < BATCH) break;
       }
       if (requeued > 0) this.logger.warn(`re-enqueued ${requeued} unfinished execution(s) that had no live job`);
-    });
+    }, reconcilerLeaseMs(this.options.workflows.recoveryIntervalMs));
     return requeued;
   }
 

@@ -2,7 +2,9 @@ import { INestApplication } from '@nestjs/common';
 import { Step, Workflow, WorkflowClient } from '../../lib';
 import { uuidv7 } from '../../lib/workflow/uuidv7';
 import { WorkflowQueues } from '../../lib/workflow/workflow-queues';
-import { WorkflowReconciler } from '../../lib/workflow/workflow.reconciler';
+import { WorkflowStore } from '../../lib/workflow/storage/workflow.store';
+import { reconcilerLeaseMs, WorkflowReconciler } from '../../lib/workflow/workflow.reconciler';
+import { waitUntil } from '../support/resilience';
 import { sql } from '../support/test-app';
 import { bootWorkflowApp, scenario } from './support';
 
@@ -55,5 +57,38 @@ describe('reconciler', () => {
     expect(await app.get(WorkflowReconciler).reconcile()).toBe(1);
     const handle = await client.getHandle<number>('lost-1');
     expect(await handle.result({ timeout: '20s' })).toBe(1);
+  });
+});
+
+// An instance killed during a pass leaves the reconciler's lock row behind: it must lapse after about two intervals
+// (at least 10 s), not a fixed minute, or lost executions wait that long for any other instance to recover them.
+describe('reconciler lock of a pass', () => {
+  const s = scenario();
+  let app: INestApplication;
+
+  beforeAll(async () => {
+    ({ app } = await bootWorkflowApp(s, [SlowpokeWorkflow], { recoveryInterval: '500ms' }));
+  }, 60_000);
+  afterAll(async () => {
+    await app.get(WorkflowQueues).queue('workflows').obliterate({ force: true }).catch(() => undefined);
+    await app.close();
+  });
+
+  it('is leased for reconcilerLeaseMs(recoveryInterval): what a holder killed mid-pass leaves behind', async () => {
+    const store = app.get(WorkflowStore);
+    const leases: number[] = [];
+    const timeOutExpired = store.timeOutExpired.bind(store);
+    // The first thing a pass does under the lock: read what the lock row grants this holder at that moment.
+    jest.spyOn(store, 'timeOutExpired').mockImplementation(async () => {
+      const rows = await sql<{ ms: number }>(
+        `SELECT (extract(epoch FROM locked_until - now()) * 1000)::float8 AS ms FROM "${s.schema}".idempotency_locks WHERE name LIKE '%workflow-reconciler%'`,
+      );
+      leases.push(rows[0].ms);
+      return timeOutExpired();
+    });
+    await waitUntil('a reconciler pass', () => leases.length > 0, { timeoutMs: 20_000 });
+    expect(reconcilerLeaseMs(500)).toBe(10_000);
+    expect(leases[0]).toBeGreaterThan(8_000);
+    expect(leases[0]).toBeLessThanOrEqual(10_000);
   });
 });

@@ -317,6 +317,7 @@ export class MemoryWorkflowStore extends WorkflowStore {
   }
 
   async withReconcilerLock(work: () => Promise<void>): Promise<boolean> {
+    // one process: no holder can die and keep it, so there is no lease
     if (this.reconcilerLocked) return false;
     this.reconcilerLocked = true;
     try {

@@ -432,8 +432,8 @@ export class PostgresWorkflowStore extends WorkflowStore {
     if (drop && rows.length > 0 && rows[0].result_waiters === 0 && FINISHED.has(rows[0].status)) await this.deleteFinished(executionId);
   }
 
-  async withReconcilerLock(work: () => Promise<void>): Promise<boolean> {
-    return (await new LeaseLock(this.connection, this.sql.lockKey).run(work)).acquired;
+  async withReconcilerLock(work: () => Promise<void>, leaseMs?: number): Promise<boolean> {
+    return (await new LeaseLock(this.connection, this.sql.lockKey, leaseMs).run(work)).acquired;
   }
 
   async registerWait(executionId: string, position: number, kind: WaitKind, argsHash: string | null, afterMs: number | null): Promise<RegisteredWait> {

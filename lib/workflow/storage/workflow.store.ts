@@ -222,8 +222,11 @@ export abstract class WorkflowStore {
     return this.watchers.has(executionId) ? Promise.resolve() : this.deleteFinished(executionId);
   }
 
-  /** Runs `work` when this instance holds the cluster-wide reconciler lock; returns false when another instance holds it. */
-  abstract withReconcilerLock(work: () => Promise<void>): Promise<boolean>;
+  /**
+   * Runs `work` when this instance holds the cluster-wide reconciler lock; returns false when another instance holds
+   * it. `leaseMs`: how long the lock outlives a holder that died without returning it (renewed while `work` runs).
+   */
+  abstract withReconcilerLock(work: () => Promise<void>, leaseMs?: number): Promise<boolean>;
 
   /**
    * Registers the durable wait at a journal position, waking `afterMs` from now (null: never by time), unless one is

@@ -73,29 +73,19 @@ let stepPool: Pool | undefined;
 let stepDataSource: DataSource | undefined;
 const STEP_ROWS = `"${SCHEMA}".bench_step_rows`;
 
+/** Plain insert steps, through the pg pool (a prepared statement) or the app's TypeORM DataSource as `input.via` says. */
 @Workflow({ name: 'bench-ten-inserts', identity: 'always_unique' })
 class TenInserts {
-  async run(input: { n: number }): Promise<number> {
-    for (let i = 0; i < STEPS; i++) await this.insert(input.n, i);
+  async run(input: { n: number; via: 'pg' | 'typeorm' }): Promise<number> {
+    for (let i = 0; i < STEPS; i++) await this.insert(input.n, i, input.via);
     return input.n;
   }
 
   @Step()
-  async insert(n: number, i: number): Promise<void> {
-    await stepPool!.query({ name: 'bench_step_insert', text: `INSERT INTO ${STEP_ROWS} (k) VALUES ($1)`, values: [`${n}:${i}`] });
-  }
-}
-
-@Workflow({ name: 'bench-ten-typeorm-inserts', identity: 'always_unique' })
-class TenTypeormInserts {
-  async run(input: { n: number }): Promise<number> {
-    for (let i = 0; i < STEPS; i++) await this.insert(input.n, i);
-    return input.n;
-  }
-
-  @Step()
-  async insert(n: number, i: number): Promise<void> {
-    await stepDataSource!.query(`INSERT INTO ${STEP_ROWS} (k) VALUES ($1)`, [`orm${n}:${i}`]);
+  async insert(n: number, i: number, via: 'pg' | 'typeorm'): Promise<void> {
+    const text = `INSERT INTO ${STEP_ROWS} (k) VALUES ($1)`;
+    if (via === 'typeorm') await stepDataSource!.query(text, [`orm${n}:${i}`]);
+    else await stepPool!.query({ name: 'bench_step_insert', text, values: [`${n}:${i}`] });
   }
 }
 
@@ -121,7 +111,7 @@ class TenTransactionalInserts {
       workflows: { queuePrefix: PREFIX, concurrency: 100, workflowConcurrency: 200 },
     }),
   ],
-  providers: [TenSteps, TenInserts, TenTypeormInserts, TenTransactionalInserts],
+  providers: [TenSteps, TenInserts, TenTransactionalInserts],
 })
 class BenchModule {}
 
@@ -181,10 +171,10 @@ const INSERT_HOW = {
 };
 
 async function insertSteps(client: WorkflowClient, how: 'pg' | 'typeorm' | 'transaction', workflows: number): Promise<Row> {
-  const type = how === 'transaction' ? TenTransactionalInserts : how === 'typeorm' ? TenTypeormInserts : TenInserts;
-  await keepInFlight(200, 100, async (i) => (await client.start(type, { n: -1 - i })).result()); // warm-up
+  const start = (n: number) => (how === 'transaction' ? client.start(TenTransactionalInserts, { n }) : client.start(TenInserts, { n, via: how }));
+  await keepInFlight(200, 100, async (i) => (await start(-1 - i)).result()); // warm-up
   const before = readCounts();
-  const ms = await keepInFlight(workflows, 100, async (i) => (await client.start(type, { n: i })).result());
+  const ms = await keepInFlight(workflows, 100, async (i) => (await start(i)).result());
   return {
     label: `ours: 10-step workflows, each step inserts one row ${INSERT_HOW[how]}, 100 concurrent (${workflows} workflows)`,
     perSec: (workflows * STEPS) / (ms / 1000),

@@ -4,7 +4,6 @@
 // it as JSON under .data/chaos/ and exits 1 when an invariant broke. Loopback only; stops everything it started.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from 'pg';
 import { byKey, countEffects, Effect } from './analysis';
 import { buildChaosApp } from './build';
 import { ChaosClient, pool, RetryPolicy } from './client';
@@ -12,7 +11,7 @@ import { ChaosConfig, chaosConfig } from './config';
 import { Instance, instanceSlots } from './instances';
 import { allSeen, KeyedRequest, KeyedRun, runKeyed } from './keyed-scenario';
 import { Report } from './report';
-import { ChaosServices, services } from './services';
+import { ChaosServices, services, sql } from './services';
 import { PlannedFault, Supervisor } from './supervisor';
 
 const LIBRARY_SCHEMA = 'chaos_idem';
@@ -27,17 +26,6 @@ function durationMs(value: string): number {
   const m = /^(\d+)(ms|s)?$/.exec(value);
   if (!m) throw new Error(`CHAOS_LEASE must look like "2s" or "1500ms", got "${value}"`);
   return Number(m[1]) * (m[2] === 's' ? 1000 : 1);
-}
-
-/** One query on a fresh connection, so the orchestrator itself rides out the Postgres restart. */
-async function sql<T>(url: string, text: string, params: unknown[] = []): Promise<T[]> {
-  const client = new Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query(text, params)).rows as T[];
-  } finally {
-    await client.end();
-  }
 }
 
 async function createLedger(url: string): Promise<void> {
@@ -324,17 +312,17 @@ class ChaosRun {
     // is from when its statement started. A checkpoint that commits while the read is under way (both held back by a
     // Postgres restart and let go together) makes a run that started after the commit and still is an allowed rerun:
     // those within RERUN_READ_SLACK of the commit are counted, any later one is a completed step run again.
-    const afterCommit = (slack: string) => `s.started_at > coalesce(pg_xact_commit_timestamp(w.xmin), w.completed_at) + interval '${slack}'`;
-    const rerunsOf = (where: string) => sql<{ key: string }>(
+    const afterCommit = await sql<{ key: string; late: boolean }>(
       url,
-      `SELECT s.step_key AS key FROM ${LEDGER}.step_effects s
-       JOIN ${LIBRARY_SCHEMA}.workflow_steps w ON w.execution_id = s.execution_id AND w.position = s.position
-       WHERE NOT s.tx AND ${where}`,
+      `SELECT s.step_key AS key, s.started_at > c.committed + interval '${RERUN_READ_SLACK}' AS late
+         FROM ${LEDGER}.step_effects s
+         JOIN ${LIBRARY_SCHEMA}.workflow_steps w ON w.execution_id = s.execution_id AND w.position = s.position,
+              LATERAL (SELECT coalesce(pg_xact_commit_timestamp(w.xmin), w.completed_at) AS committed) c
+        WHERE NOT s.tx AND s.started_at > c.committed`,
     );
-    const reruns = await rerunsOf(afterCommit(RERUN_READ_SLACK));
-    const racing = await rerunsOf(`${afterCommit('0 s')} AND NOT ${afterCommit(RERUN_READ_SLACK)}`);
+    const reruns = afterCommit.filter((x) => x.late);
     r.mustBeZero(s, `completed plain steps run again (a run started over ${RERUN_READ_SLACK} after the checkpoint committed)`, reruns.map((x) => x.key));
-    r.count(s, `plain steps whose read raced their checkpoint's commit (started within ${RERUN_READ_SLACK} after it; counted below)`, racing.length);
+    r.count(s, `plain steps whose read raced their checkpoint's commit (started within ${RERUN_READ_SLACK} after it; counted below)`, afterCommit.length - reruns.length);
     const extra = await sql<{ n: number }>(
       url,
       `SELECT coalesce(sum(c - 1), 0)::int AS n FROM (SELECT count(*) AS c FROM ${LEDGER}.step_effects WHERE NOT tx GROUP BY step_key) t`,

@@ -17,6 +17,17 @@ interface ServicesModule {
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 export const services = require('../scripts/services') as ServicesModule;
 
+/** One query on a fresh connection, so the orchestrator itself rides out the Postgres restart. */
+export async function sql<T>(url: string, text: string, params: unknown[] = []): Promise<T[]> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(text, params)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
+
 /** The Postgres and Redis one chaos run owns. */
 export class ChaosServices {
   private pg?: ChildProcess;
@@ -47,20 +58,10 @@ export class ChaosServices {
    * The setting takes effect when the server starts, hence the restart (ALTER SYSTEM keeps it for the later ones).
    */
   private async trackCommitTimestamps(): Promise<void> {
-    await this.query('ALTER SYSTEM SET track_commit_timestamp = on');
+    await sql(this.databaseUrl, 'ALTER SYSTEM SET track_commit_timestamp = on');
     await this.restartPostgres(0);
-    const [{ track_commit_timestamp: on }] = await this.query<{ track_commit_timestamp: string }>('SHOW track_commit_timestamp');
+    const [{ track_commit_timestamp: on }] = await sql<{ track_commit_timestamp: string }>(this.databaseUrl, 'SHOW track_commit_timestamp');
     if (on !== 'on') throw new Error(`chaos: track_commit_timestamp is "${on}" after the restart; the rerun check needs it on`);
-  }
-
-  private async query<R extends object>(text: string): Promise<R[]> {
-    const client = new Client({ connectionString: this.databaseUrl });
-    await client.connect();
-    try {
-      return (await client.query<R>(text)).rows;
-    } finally {
-      await client.end();
-    }
   }
 
   /** Fast shutdown of Postgres (every session cut, transactions in flight rolled back), then the same port again. */

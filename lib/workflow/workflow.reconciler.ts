@@ -4,12 +4,11 @@ import { RESOLVED_IDEMPOTENCY_OPTIONS } from '../idempotency.constants';
 import type { ResolvedOptions } from '../interfaces/resolved-options';
 import { UnfinishedExecution, WorkflowStore } from './storage/workflow.store';
 import { WorkflowRegistry } from './workflow.registry';
-import { WAKE_ON_SIGNAL_DELAY_MS, workflowJobId, WorkflowQueues } from './workflow-queues';
+import { LIVE_JOB_STATES, WAKE_ON_SIGNAL_DELAY_MS, workflowJobId, WorkflowQueues } from './workflow-queues';
 import { WAKE_EARLY_MS } from './run-waits';
 import { WorkflowWaker } from './workflow-waker';
 import { LongTimer, setLongInterval } from '../utils/long-timer';
 
-const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
 const BATCH = 500;
 
 /**

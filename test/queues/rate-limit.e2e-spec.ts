@@ -34,8 +34,10 @@ describe('queues.<name>.rateLimit across instances', () => {
   it(`a rate of ${MAX}/s holds for both worker processes together`, async () => {
     const handles = await Promise.all(Array.from({ length: JOBS }, (_, i) => client.start(LimitedWorkflow, { id: `r${i}` }, { workflowId: `rate-${i}` })));
     await Promise.all(handles.map((h) => h.result({ timeout: '60s' })));
-    const runs = await sql<{ pid: number }>(`SELECT pid FROM "${s.schema}".step_runs WHERE step = 'call' AND phase = 'start'`);
-    expect(runs).toHaveLength(JOBS);
+    const runs = await sql<{ workflow_id: string; pid: number }>(`SELECT workflow_id, pid FROM "${s.schema}".step_runs WHERE step = 'call' AND phase = 'start'`);
+    // Every step ran; one may have run twice (at-least-once: a worker whose event loop stalled past the tests' 1.5 s
+    // lock under load has its job run again). Each run was admitted by the limiter, so the bounds below still hold.
+    expect(new Set(runs.map((r) => r.workflow_id)).size).toBe(JOBS);
     expect(new Set(runs.map((r) => r.pid)).size).toBe(2); // both processes took jobs: the limit is shared, not per process
 
     // Admission times from BullMQ itself: the script that counts a job against the limiter also appends its "active"

@@ -13,6 +13,7 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Pool } from 'pg';
+import type { QueryRunner } from 'typeorm';
 import { currentTransaction, Idempotent, IdempotencyModule, IdempotencyModuleOptions, SkipIdempotency } from '../lib';
 import { IdempotencyConnections } from '../lib/storage/idempotency-connections';
 
@@ -193,7 +194,7 @@ interface InsertLib {
 
 /**
  * Routes of `lib`'s app whose handler inserts one row: (i) without the interceptor, (j) behind it, (k) transactional,
- * (n) the floor of (k); and (o), the transactional mode on (b)'s trivial handler.
+ * (n) the floor of (k); (o), the transactional mode on (b)'s trivial handler, and (p) its floor.
  */
 function insertController(lib: InsertLib): Type<unknown> {
   @Controller()
@@ -261,13 +262,28 @@ function insertController(lib: InsertLib): Type<unknown> {
     @lib.SkipIdempotency()
     async txFloor(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
       this.stats.record(key);
+      await this.inFloorTransaction(key, (runner) => this.insertRow(key, body, runner));
+      return respond(body);
+    }
+
+    /** (p) The floor of (o): the same two round trips and one commit without the insert (or the library). */
+    @Post('one-commit-floor')
+    @lib.SkipIdempotency()
+    async oneCommitFloor(@Headers('idempotency-key') key: string | undefined, @Body() body: OrderBody | undefined) {
+      this.stats.record(key);
+      await this.inFloorTransaction(key);
+      return respond(body);
+    }
+
+    /** The transactional mode's statement pattern without the library: claim row with the START, `work`, update with the COMMIT. */
+    private async inFloorTransaction(key: string | undefined, work?: (runner: QueryRunner) => Promise<unknown>): Promise<void> {
       const claims = `"${this.connections.schema}".${FLOOR_CLAIMS_TABLE}`;
       const literal = `'${(key ?? '').replace(/'/g, "''")}'`;
       const runner = this.connections.dataSource.createQueryRunner();
       await runner.connect();
       try {
         await runner.query(`START TRANSACTION ISOLATION LEVEL READ COMMITTED;\nINSERT INTO ${claims} (key) VALUES (${literal})`);
-        await this.insertRow(key, body, runner);
+        if (work) await work(runner);
         await runner.query(`UPDATE ${claims} SET done = true WHERE key = ${literal};\nCOMMIT`);
       } catch (err) {
         await runner.query('ROLLBACK').catch(() => undefined);
@@ -275,7 +291,6 @@ function insertController(lib: InsertLib): Type<unknown> {
       } finally {
         await runner.release();
       }
-      return respond(body);
     }
   }
   return InsertController;

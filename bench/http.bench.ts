@@ -42,6 +42,7 @@ import { Client } from 'pg';
 import type { IdempotencyModuleOptions } from '../lib';
 import type { AdapterName, BenchAppSpec, HandlerStatsSnapshot } from './http-bench.app';
 import type { BenchServerCommand, BenchServerConfig, BenchServerMessage } from './http-bench.server';
+import { readCounts } from './round-trip-counter';
 import { connectBench, deleteRedisKeys, env, positiveInt, runBench, SHOWN_STATEMENTS, startWatchdog } from './bench-support';
 
 const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 50);
@@ -101,6 +102,8 @@ interface CaseResult {
   handler: HandlerStatsSnapshot;
   /** Commands Redis processed during the measured run. */
   redisCalls: number;
+  /** CPU µs the Postgres and Redis servers of this machine spent during the measured run, when /proc is readable. */
+  serverMicros?: { postgres: number; redis: number };
   warnings: string[];
 }
 
@@ -222,9 +225,12 @@ function median(runs: CaseResult[]): CaseResult {
   const mid = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor((values.length - 1) / 2)];
   const byRps = [...runs].sort((x, y) => x.rps - y.rps)[Math.floor((runs.length - 1) / 2)];
   const cpuPerRequest = mid(runs.map((r) => r.handler.cpuMicros / Math.max(r.result.requests.total, 1)));
+  const servers = runs.map((r) => r.serverMicros);
+  const serverPer = (which: 'postgres' | 'redis') => mid(servers.map((m, i) => m![which] / Math.max(runs[i].result.requests.total, 1))) * byRps.result.requests.total;
   return {
     ...byRps,
     handler: { ...byRps.handler, cpuMicros: cpuPerRequest * byRps.result.requests.total },
+    serverMicros: servers.every(Boolean) ? { postgres: serverPer('postgres'), redis: serverPer('redis') } : undefined,
     warnings: runs.flatMap((r) => r.warnings),
   };
 }
@@ -517,13 +523,18 @@ async function benchAdapter(adapter: AdapterName, schemas: Schemas, prefixes: Pr
         await settle(); // requests cut off at the end of the warm-up must not be counted in the measured run
         await stats(port, true);
         const redisBefore = await redisCommands(redis);
+        const serversBefore = readCounts().serverMicros;
         const result = await profiled(servers.get(spec.app)!, `${adapter}-${spec.id}${round > 0 ? `-${round + 1}` : ''}`, () => load(port, spec, 'm', DURATION_S));
+        const serversAfter = readCounts().serverMicros;
         await settle();
         const handler = (await stats(port))!;
         const redisCalls = (await redisCommands(redis)) - redisBefore;
+        const serverMicros = serversBefore && serversAfter
+          ? { postgres: serversAfter.postgres - serversBefore.postgres, redis: serversAfter.redis - serversBefore.redis }
+          : undefined;
         warnings.push(...(await check(spec, result, handler, db, spec.app in schemas ? schemas[spec.app as keyof Schemas] : schemas.redis)));
         const rps = result.requests.total / result.duration;
-        rounds.set(id, [...(rounds.get(id) ?? []), { spec, result, rps, handler, redisCalls, warnings }]);
+        rounds.set(id, [...(rounds.get(id) ?? []), { spec, result, rps, handler, redisCalls, serverMicros, warnings }]);
         process.stderr.write(`[bench] ${adapter} ${spec.label}${ROUNDS > 1 ? ` (round ${round + 1})` : ''}: ${fmt.int(rps)} req/s, ${fmt.int(handler.cpuMicros / Math.max(result.requests.total, 1))} µs CPU/req\n`);
       }
     }
@@ -555,11 +566,13 @@ function report(adapter: AdapterName, { results, baselineAgain }: AdapterRun): v
   };
   const rows = [...results.map(({ spec, result }) => row(spec.label, result)), row('(0) again, after the others', baselineAgain)];
   // Server CPU per request is far less sensitive to other load on a shared machine than req/s.
-  results.forEach((r, i) => rows[i].push(fmt.int(cpuPer(r)), fmt.int(cpuPer(r) - cpuPer(bare))));
-  rows[rows.length - 1].push('', '');
+  // The servers' CPU, from /proc: what a case costs Postgres and Redis, which share the machine's cores with the app.
+  const serverPer = (r: CaseResult, which: 'postgres' | 'redis') => (r.serverMicros ? fmt.int(r.serverMicros[which] / Math.max(r.result.requests.total, 1)) : '');
+  results.forEach((r, i) => rows[i].push(fmt.int(cpuPer(r)), fmt.int(cpuPer(r) - cpuPer(bare)), serverPer(r, 'postgres'), serverPer(r, 'redis')));
+  rows[rows.length - 1].push('', '', '', '');
   const name = adapter === 'express' ? 'Express' : 'Fastify';
   process.stdout.write(`\n### ${name}\n\n`);
-  process.stdout.write(`${markdownTable(['Case', 'req/s', 'vs (0)', 'p50 ms', 'p99 ms', 'requests', '201', '409', 'other', 'errors', 'CPU µs/req', 'over (0)'], rows)}\n`);
+  process.stdout.write(`${markdownTable(['Case', 'req/s', 'vs (0)', 'p50 ms', 'p99 ms', 'requests', '201', '409', 'other', 'errors', 'CPU µs/req', 'over (0)', 'Postgres µs/req', 'Redis µs/req'], rows)}\n`);
   const drift = baselineAgain.requests.total / baselineAgain.duration / base - 1;
   const warnings = results.flatMap((r) => r.warnings.map((w) => `${r.spec.label}: ${w}`));
   const per = (n: number, total: number) => (total > 0 ? (n / total).toFixed(2) : '-');

@@ -8,6 +8,8 @@
 //   baselines on the same Redis and Postgres: raw BullMQ trivial jobs/s (worker concurrency 50), raw single-row
 //         Postgres inserts/s (50 concurrent, pool of 20), BullMQ jobs that each insert one Postgres row, and the
 //         BullMQ add→completed round trip (one at a time);
+//   floors: chains of 10 BullMQ jobs (each added when the one before finished, each writing one row) at 1, 10 and
+//         100 concurrent chains: what any design whose steps are BullMQ jobs with a checkpoint row reaches;
 //   insert steps: 10-step workflows whose steps each insert one row, 100 concurrent: without a transaction through
 //         a pg pool (prepared statement) and through an app's TypeORM DataSource, and with @Step({ transaction: true })
 //         through currentTransaction() (TypeORM's client; the row commits with the step's checkpoint).
@@ -240,6 +242,51 @@ async function bullmqWithInsert(pool: Pool, jobs: number): Promise<Row> {
   return { label: `baseline 3: BullMQ jobs that each insert one Postgres row, concurrency 50 (${jobs} jobs)`, perSec: jobs / (ms / 1000) };
 }
 
+/**
+ * The floor of any design whose steps are BullMQ jobs with a checkpoint row each: chains of STEPS jobs, each added
+ * (deterministic id) when the one before it finished, each writing one row, its chain told in this process as soon
+ * as the row is written (as a step worker hands its checkpoint to the run here). Worker concurrency as the module's.
+ */
+async function chainedJobs(pool: Pool, chains: number, concurrency: number): Promise<Row> {
+  const name = `chain-${RUN_ID}-${concurrency}`;
+  const connection = { url: REDIS_URL, maxRetriesPerRequest: null };
+  const queue = new Queue(name, { connection, prefix: PREFIX });
+  const text = `INSERT INTO "${SCHEMA}".bench_rows (k, v) VALUES ($1, $2)`;
+  const waiting = new Map<string, () => void>();
+  const worker = new Worker(name, async (job) => {
+    await pool.query({ name: 'bench_insert', text, values: [String(job.id), '{"ok":true}'] });
+    waiting.get(String(job.id))?.();
+  }, { connection, prefix: PREFIX, concurrency: 100 });
+  await worker.waitUntilReady();
+  const perStep: number[] = [];
+  const chain = async (c: number) => {
+    for (let i = 0; i < STEPS; i++) {
+      const jobId = `${c}-${i}`;
+      const t0 = performance.now();
+      const done = new Promise<void>((resolve) => waiting.set(jobId, resolve));
+      await queue.add('step', { c, i }, { jobId, removeOnComplete: true });
+      await done;
+      waiting.delete(jobId);
+      perStep.push(performance.now() - t0);
+    }
+  };
+  await keepInFlight(Math.max(concurrency * 2, 20), concurrency, (c) => chain(-1 - c)); // warm-up
+  perStep.length = 0;
+  const before = readCounts();
+  const ms = await keepInFlight(chains, concurrency, chain);
+  const cost = perUnit(before, chains * STEPS);
+  await worker.close();
+  await queue.obliterate({ force: true }).catch(() => undefined);
+  await queue.close();
+  return {
+    label: `floor: chains of ${STEPS} BullMQ jobs, each writing one row, the next added when it finished, ${concurrency} concurrent (${chains} chains)`,
+    perSec: (chains * STEPS) / (ms / 1000),
+    p50: percentile(perStep, 50),
+    p99: percentile(perStep, 99),
+    cost,
+  };
+}
+
 async function roundTrip(count: number): Promise<Row> {
   const name = `rt-${RUN_ID}`;
   const connection = { url: REDIS_URL, maxRetriesPerRequest: null };
@@ -308,6 +355,7 @@ async function main(): Promise<void> {
     const b1 = await bullmqTrivial(s(20_000));
     const b2 = await pgInserts(pool, s(20_000));
     const b3 = await bullmqWithInsert(pool, s(20_000));
+    const floors = [await chainedJobs(pool, s(100), 1), await chainedJobs(pool, s(200), 10), await chainedJobs(pool, s(1000), 100)];
     const rt = await roundTrip(s(300));
     const commit = await commitRoundTrip(pool, s(300));
     const waits = await waitCases(DATABASE_URL, REDIS_URL, s(1000), s(200));
@@ -317,7 +365,7 @@ async function main(): Promise<void> {
     out('');
     out('| scenario | steps/s | per-step overhead p50 (ms) | p99 (ms) | vs BullMQ trivial | vs PG inserts | vs BullMQ+PG row |');
     out('|---|---:|---:|---:|---:|---:|---:|');
-    for (const r of [...rows, ...peers]) {
+    for (const r of [...rows, ...floors, ...peers]) {
       out(`| ${r.label} | ${fmt(r.perSec)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${fmt((100 * r.perSec) / b1.perSec, 1)}% | ${fmt((100 * r.perSec) / b2.perSec, 1)}% | ${fmt((100 * r.perSec) / b3.perSec, 1)}% |`);
     }
     for (const b of [b1, b2, b3]) out(`| ${b.label} | ${fmt(b.perSec)} jobs/s | | | | | |`);
@@ -325,7 +373,7 @@ async function main(): Promise<void> {
     out('');
     out('| per step (counts do not depend on load) | Postgres statements | Redis commands | CPU of this process (µs) | Postgres server CPU (µs) | Redis server CPU (µs) |');
     out('|---|---:|---:|---:|---:|---:|');
-    for (const r of rows) {
+    for (const r of [...rows, ...floors]) {
       if (r.cost) out(`| ${r.label} | ${fmt(r.cost.postgres, 2)} | ${fmt(r.cost.redis, 2)} | ${fmt(r.cost.cpuMicros)} | ${fmt(r.cost.server?.postgres)} | ${fmt(r.cost.server?.redis)} |`);
     }
     out('(server CPU: every postgres and redis-server process of this machine, from /proc; blank where unreadable)');
@@ -349,6 +397,10 @@ async function main(): Promise<void> {
     out(`goals (issue 9): ≥ 50% of baseline 3 at 100 concurrent → ${fmt((100 * c100.perSec) / b3.perSec, 1)}% (${verdict(c100.perSec >= 0.5 * b3.perSec)}); ` +
       `≥ 2× DBOS at 10 and 100 concurrent → ${fmt(vsDbos(1), 2)}×, ${fmt(vsDbos(2), 2)}× (${peers.length === 3 ? verdict(vsDbos(1) >= 2 && vsDbos(2) >= 2) : 'DBOS not run'}); ` +
       `p50 overhead ≤ 0.7 ms at concurrency 1 → ${fmt(p50, 2)} ms (${verdict(p50 <= 0.7)}; one Postgres commit alone: ${fmt(commit.p50, 2)} ms)`);
+    // What any design with a BullMQ job and a checkpoint row per step reaches here: a goal its floor misses is out of reach.
+    const floorVsDbos = (i: number) => (peers.length === 3 ? floors[i].perSec / peers[i].perSec : NaN);
+    out(`their floors (chained BullMQ jobs, one row each, no library): ${fmt((100 * floors[2].perSec) / b3.perSec, 1)}% of baseline 3 at 100 concurrent; ` +
+      `${fmt(floorVsDbos(1), 2)}×, ${fmt(floorVsDbos(2), 2)}× DBOS at 10 and 100; ${fmt(floors[0].p50, 2)} ms per step p50 at concurrency 1`);
     for (const line of taskLines) out(line);
   } finally {
     await app.close();

@@ -67,8 +67,8 @@ const TICK_MICROS = 10_000;
 /**
  * The CPU time so far of the processes named `postgres` (the server and its backends) and `redis-server` on this
  * machine, from /proc (undefined elsewhere). Meaningful when the servers run here, as `npm run bench:*` starts them,
- * and nothing else uses them: every such process is counted. Backends that exited in between are missed (the
- * benchmark's pools keep theirs open).
+ * and nothing else uses them: every such process is counted, with the children it reaped (a backend or an autovacuum
+ * worker that exited is counted in the postmaster's figures once reaped).
  */
 function serverCpu(): { postgres: number; redis: number } | undefined {
   let entries: string[];
@@ -90,7 +90,9 @@ function serverCpu(): { postgres: number; redis: number } | undefined {
     const which = name === 'postgres' ? 'postgres' : name === 'redis-server' ? 'redis' : undefined;
     if (!which) continue;
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    total[which] += (Number(fields[11]) + Number(fields[12])) * TICK_MICROS; // utime + stime
+    // utime + stime, and cutime + cstime: the CPU of children that exited and were reaped (backends and autovacuum
+    // workers of the postmaster, a save's fork of Redis), which would otherwise drop out of the sum.
+    total[which] += (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * TICK_MICROS;
   }
   return total;
 }

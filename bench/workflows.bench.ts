@@ -41,6 +41,8 @@ const WITH_DBOS = process.env.BENCH_DBOS !== '0';
 const RUN_ID = randomBytes(4).toString('hex');
 const SCHEMA = `bench_wf_${RUN_ID}`;
 const PREFIX = `{bench-wf-${RUN_ID}}`;
+/** The step workers' concurrency: the module's `workflows.concurrency` here, and the floor's worker. */
+const STEP_CONCURRENCY = 100;
 
 function need(name: string): string {
   const value = process.env[name];
@@ -110,7 +112,7 @@ class TenTransactionalInserts {
       postgres: { url: DATABASE_URL, schema: SCHEMA, poolSize: 20 },
       redis: { url: REDIS_URL, keyPrefix: `idem-${SCHEMA}` },
       migrationsRun: true,
-      workflows: { queuePrefix: PREFIX, concurrency: 100, workflowConcurrency: 200 },
+      workflows: { queuePrefix: PREFIX, concurrency: STEP_CONCURRENCY, workflowConcurrency: 200 },
     }),
   ],
   providers: [TenSteps, TenInserts, TenTransactionalInserts],
@@ -245,7 +247,7 @@ async function bullmqWithInsert(pool: Pool, jobs: number): Promise<Row> {
 /**
  * The floor of any design whose steps are BullMQ jobs with a checkpoint row each: chains of STEPS jobs, each added
  * (deterministic id) when the one before it finished, each writing one row, its chain told in this process as soon
- * as the row is written (as a step worker hands its checkpoint to the run here). Worker concurrency as the module's.
+ * as the row is written (as a step worker hands its checkpoint to the run here).
  */
 async function chainedJobs(pool: Pool, chains: number, concurrency: number): Promise<Row> {
   const name = `chain-${RUN_ID}-${concurrency}`;
@@ -256,7 +258,7 @@ async function chainedJobs(pool: Pool, chains: number, concurrency: number): Pro
   const worker = new Worker(name, async (job) => {
     await pool.query({ name: 'bench_insert', text, values: [String(job.id), '{"ok":true}'] });
     waiting.get(String(job.id))?.();
-  }, { connection, prefix: PREFIX, concurrency: 100 });
+  }, { connection, prefix: PREFIX, concurrency: STEP_CONCURRENCY });
   await worker.waitUntilReady();
   const perStep: number[] = [];
   const chain = async (c: number) => {

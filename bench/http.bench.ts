@@ -42,7 +42,7 @@ import { Client } from 'pg';
 import type { IdempotencyModuleOptions } from '../lib';
 import type { AdapterName, BenchAppSpec, HandlerStatsSnapshot } from './http-bench.app';
 import type { BenchServerCommand, BenchServerConfig, BenchServerMessage } from './http-bench.server';
-import { readCounts } from './round-trip-counter';
+import { serverCpu } from './round-trip-counter';
 import { connectBench, deleteRedisKeys, env, positiveInt, runBench, SHOWN_STATEMENTS, startWatchdog } from './bench-support';
 
 const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 50);
@@ -523,9 +523,9 @@ async function benchAdapter(adapter: AdapterName, schemas: Schemas, prefixes: Pr
         await settle(); // requests cut off at the end of the warm-up must not be counted in the measured run
         await stats(port, true);
         const redisBefore = await redisCommands(redis);
-        const serversBefore = readCounts().serverMicros;
+        const serversBefore = serverCpu();
         const result = await profiled(servers.get(spec.app)!, `${adapter}-${spec.id}${round > 0 ? `-${round + 1}` : ''}`, () => load(port, spec, 'm', DURATION_S));
-        const serversAfter = readCounts().serverMicros;
+        const serversAfter = serverCpu();
         await settle();
         const handler = (await stats(port))!;
         const redisCalls = (await redisCommands(redis)) - redisBefore;

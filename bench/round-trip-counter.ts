@@ -70,7 +70,7 @@ const TICK_MICROS = 10_000;
  * and nothing else uses them: every such process is counted, with the children it reaped (a backend or an autovacuum
  * worker that exited is counted in the postmaster's figures once reaped).
  */
-function serverCpu(): { postgres: number; redis: number } | undefined {
+export function serverCpu(): { postgres: number; redis: number } | undefined {
   let entries: string[];
   try {
     entries = readdirSync('/proc');

@@ -43,6 +43,8 @@ const SCHEMA = `bench_wf_${RUN_ID}`;
 const PREFIX = `{bench-wf-${RUN_ID}}`;
 /** The step workers' concurrency: the module's `workflows.concurrency` here, and the floor's worker. */
 const STEP_CONCURRENCY = 100;
+/** The baselines' and the floor's own BullMQ connection settings. */
+const BULLMQ_CONNECTION = { url: REDIS_URL, maxRetriesPerRequest: null };
 
 function need(name: string): string {
   const value = process.env[name];
@@ -188,12 +190,11 @@ async function insertSteps(client: WorkflowClient, how: 'pg' | 'typeorm' | 'tran
 
 async function bullmqTrivial(jobs: number): Promise<Row> {
   const name = `trivial-${RUN_ID}`;
-  const connection = { url: REDIS_URL, maxRetriesPerRequest: null };
-  const queue = new Queue(name, { connection, prefix: PREFIX });
+  const queue = new Queue(name, { connection: BULLMQ_CONNECTION, prefix: PREFIX });
   let done = 0;
   let resolveAll!: () => void;
   const all = new Promise<void>((r) => (resolveAll = r));
-  const worker = new Worker(name, () => Promise.resolve(1), { connection, prefix: PREFIX, concurrency: 50, autorun: false });
+  const worker = new Worker(name, () => Promise.resolve(1), { connection: BULLMQ_CONNECTION, prefix: PREFIX, concurrency: 50, autorun: false });
   worker.on('completed', () => {
     if (++done === jobs) resolveAll();
   });
@@ -210,24 +211,26 @@ async function bullmqTrivial(jobs: number): Promise<Row> {
   return { label: `baseline 1: raw BullMQ trivial jobs, worker concurrency 50 (${jobs} jobs)`, perSec: jobs / (ms / 1000) };
 }
 
+/** The baselines' and the floor's row: one prepared single-row insert. */
+function insertRow(pool: Pool, k: string): Promise<unknown> {
+  return pool.query({ name: 'bench_insert', text: `INSERT INTO "${SCHEMA}".bench_rows (k, v) VALUES ($1, $2)`, values: [k, '{"ok":true}'] });
+}
+
 async function pgInserts(pool: Pool, rows: number): Promise<Row> {
   await pool.query(`CREATE TABLE IF NOT EXISTS "${SCHEMA}".bench_rows (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, k text, v jsonb)`);
-  const text = `INSERT INTO "${SCHEMA}".bench_rows (k, v) VALUES ($1, $2)`;
-  const ms = await keepInFlight(rows, 50, (i) => pool.query({ name: 'bench_insert', text, values: [`k${i}`, '{"ok":true}'] }));
+  const ms = await keepInFlight(rows, 50, (i) => insertRow(pool, `k${i}`));
   return { label: `baseline 2: raw single-row Postgres inserts, 50 concurrent, pool 20 (${rows} rows)`, perSec: rows / (ms / 1000) };
 }
 
 async function bullmqWithInsert(pool: Pool, jobs: number): Promise<Row> {
   const name = `insert-${RUN_ID}`;
-  const connection = { url: REDIS_URL, maxRetriesPerRequest: null };
-  const queue = new Queue(name, { connection, prefix: PREFIX });
-  const text = `INSERT INTO "${SCHEMA}".bench_rows (k, v) VALUES ($1, $2)`;
+  const queue = new Queue(name, { connection: BULLMQ_CONNECTION, prefix: PREFIX });
   let done = 0;
   let resolveAll!: () => void;
   const all = new Promise<void>((r) => (resolveAll = r));
   const worker = new Worker(name, async (job) => {
-    await pool.query({ name: 'bench_insert', text, values: [`j${String(job.id)}`, '{"ok":true}'] });
-  }, { connection, prefix: PREFIX, concurrency: 50, autorun: false });
+    await insertRow(pool, `j${String(job.id)}`);
+  }, { connection: BULLMQ_CONNECTION, prefix: PREFIX, concurrency: 50, autorun: false });
   worker.on('completed', () => {
     if (++done === jobs) resolveAll();
   });
@@ -251,14 +254,12 @@ async function bullmqWithInsert(pool: Pool, jobs: number): Promise<Row> {
  */
 async function chainedJobs(pool: Pool, chains: number, concurrency: number): Promise<Row> {
   const name = `chain-${RUN_ID}-${concurrency}`;
-  const connection = { url: REDIS_URL, maxRetriesPerRequest: null };
-  const queue = new Queue(name, { connection, prefix: PREFIX });
-  const text = `INSERT INTO "${SCHEMA}".bench_rows (k, v) VALUES ($1, $2)`;
+  const queue = new Queue(name, { connection: BULLMQ_CONNECTION, prefix: PREFIX });
   const waiting = new Map<string, () => void>();
   const worker = new Worker(name, async (job) => {
-    await pool.query({ name: 'bench_insert', text, values: [String(job.id), '{"ok":true}'] });
+    await insertRow(pool, String(job.id));
     waiting.get(String(job.id))?.();
-  }, { connection, prefix: PREFIX, concurrency: STEP_CONCURRENCY });
+  }, { connection: BULLMQ_CONNECTION, prefix: PREFIX, concurrency: STEP_CONCURRENCY });
   await worker.waitUntilReady();
   const perStep: number[] = [];
   const chain = async (c: number) => {
@@ -291,11 +292,10 @@ async function chainedJobs(pool: Pool, chains: number, concurrency: number): Pro
 
 async function roundTrip(count: number): Promise<Row> {
   const name = `rt-${RUN_ID}`;
-  const connection = { url: REDIS_URL, maxRetriesPerRequest: null };
-  const queue = new Queue(name, { connection, prefix: PREFIX });
-  const events = new QueueEvents(name, { connection, prefix: PREFIX });
+  const queue = new Queue(name, { connection: BULLMQ_CONNECTION, prefix: PREFIX });
+  const events = new QueueEvents(name, { connection: BULLMQ_CONNECTION, prefix: PREFIX });
   await events.waitUntilReady();
-  const worker = new Worker(name, () => Promise.resolve(1), { connection, prefix: PREFIX, concurrency: 1 });
+  const worker = new Worker(name, () => Promise.resolve(1), { connection: BULLMQ_CONNECTION, prefix: PREFIX, concurrency: 1 });
   const times: number[] = [];
   for (let i = 0; i < count; i++) {
     const t0 = performance.now();
@@ -313,11 +313,10 @@ async function roundTrip(count: number): Promise<Row> {
 
 /** One durable commit (a single-row insert, synchronous_commit as the server has it), one at a time: the floor of a checkpoint. */
 async function commitRoundTrip(pool: Pool, count: number): Promise<Row> {
-  const text = `INSERT INTO "${SCHEMA}".bench_rows (k, v) VALUES ($1, $2)`;
   const times: number[] = [];
   for (let i = 0; i < count; i++) {
     const t0 = performance.now();
-    await pool.query({ name: 'bench_insert', text, values: [`c${i}`, '{"ok":true}'] });
+    await insertRow(pool, `c${i}`);
     times.push(performance.now() - t0);
   }
   return { label: `reference: one Postgres commit (single-row insert), one at a time (${count} rows)`, perSec: count / (times.reduce((a, b) => a + b, 0) / 1000), p50: percentile(times, 50), p99: percentile(times, 99) };

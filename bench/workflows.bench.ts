@@ -23,9 +23,10 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import Redis from 'ioredis';
-import { Pool } from 'pg';
+import { Pool, PoolClient } from 'pg';
 import { DataSource } from 'typeorm';
 import { currentTransaction, IdempotencyModule, Step, Workflow, WorkflowClient } from '../lib';
+import { CallBatcher } from '../lib/storage/call-batcher';
 import { deleteRedisKeys, runBench } from './bench-support';
 import type { DbosPeerConfig, DbosPeerRow } from './workflows-dbos.peer';
 import { keepInFlight, percentile, STEPS } from './workflow-bench-support';
@@ -249,24 +250,27 @@ async function bullmqWithInsert(pool: Pool, jobs: number): Promise<Row> {
 
 /**
  * The floor of any design whose steps are BullMQ jobs with a checkpoint row each: chains of STEPS jobs, each added
- * (deterministic id) when the one before it finished, each writing one row, its chain told in this process as soon
- * as the row is written (as a step worker hands its checkpoint to the run here).
+ * (deterministic id) when the one before it finished, each doing `step` (by default writing one row), its chain told
+ * in this process as soon as that is done (as a step worker hands its checkpoint to the run here).
  */
-async function chainedJobs(pool: Pool, chains: number, concurrency: number): Promise<Row> {
-  const name = `chain-${RUN_ID}-${concurrency}`;
+async function chainedJobs(pool: Pool, chains: number, concurrency: number, step: ChainStep = ONE_ROW): Promise<Row> {
+  const name = `chain-${RUN_ID}-${step.id}-${concurrency}`;
   const queue = new Queue(name, { connection: BULLMQ_CONNECTION, prefix: PREFIX });
-  const waiting = new Map<string, () => void>();
+  const waiting = new Map<string, { resolve: () => void; reject: (err: Error) => void }>();
   const worker = new Worker(name, async (job) => {
-    await insertRow(pool, String(job.id));
-    waiting.get(String(job.id))?.();
+    // the queue's name in the key: the floors share their tables, and a job id repeats from one floor to the next
+    await step.run(pool, `${name}:${String(job.id)}`);
+    waiting.get(String(job.id))?.resolve();
   }, { connection: BULLMQ_CONNECTION, prefix: PREFIX, concurrency: STEP_CONCURRENCY });
+  // a failed job fails the run rather than leaving its chain waiting until the watchdog ends it
+  worker.on('failed', (job, err) => waiting.get(String(job?.id))?.reject(err));
   await worker.waitUntilReady();
   const perStep: number[] = [];
   const chain = async (c: number) => {
     for (let i = 0; i < STEPS; i++) {
       const jobId = `${c}-${i}`;
       const t0 = performance.now();
-      const done = new Promise<void>((resolve) => waiting.set(jobId, resolve));
+      const done = new Promise<void>((resolve, reject) => waiting.set(jobId, { resolve, reject }));
       await queue.add('step', { c, i }, { jobId, removeOnComplete: true });
       await done;
       waiting.delete(jobId);
@@ -282,11 +286,77 @@ async function chainedJobs(pool: Pool, chains: number, concurrency: number): Pro
   await queue.obliterate({ force: true }).catch(() => undefined);
   await queue.close();
   return {
-    label: `floor: chains of ${STEPS} BullMQ jobs, each writing one row, the next added when it finished, ${concurrency} concurrent (${chains} chains)`,
+    label: `floor: chains of ${STEPS} BullMQ jobs, each ${step.does}, the next added when it finished, ${concurrency} concurrent (${chains} chains)`,
     perSec: (chains * STEPS) / (ms / 1000),
     p50: percentile(perStep, 50),
     p99: percentile(perStep, 99),
     cost,
+  };
+}
+
+/** What each job of a floor chain does (`id` names its queue). */
+interface ChainStep {
+  id: string;
+  does: string;
+  run(pool: Pool, jobId: string): Promise<unknown>;
+}
+
+const ONE_ROW: ChainStep = { id: 'row', does: 'writing one row', run: (pool, jobId) => insertRow(pool, jobId) };
+
+const FLOOR_CHECKPOINTS = `"${SCHEMA}".bench_floor_checkpoints`;
+
+/** The pooled connections the transactional pattern's statements are prepared on. */
+const preparedFloorClients = new WeakSet<PoolClient>();
+
+/** The floor's checkpoints of one event-loop turn as one statement, as the library batches a plain step's. */
+let floorCheckpoints: CallBatcher<string, true> | undefined;
+
+/**
+ * The two statement patterns the transactional-steps goal compares, without the library. A plain insert step: its
+ * row in a commit of its own, then its checkpoint, batched with the others of the same turn. A transactional one:
+ * START with its row in one round trip, then its checkpoint with the COMMIT in another, on one pooled connection.
+ */
+function insertStepPatterns(pool: Pool): { plain: ChainStep; transactional: ChainStep } {
+  const batcher = (floorCheckpoints ??= new CallBatcher<string, true>(
+    async (ids) => {
+      await pool.query({ name: 'bench_floor_checkpoints', text: `INSERT INTO ${FLOOR_CHECKPOINTS} (job, result) SELECT unnest($1::text[]), '{"r":1}'`, values: [ids] });
+      return ids.map(() => true as const);
+    },
+    async (id) => {
+      await pool.query({ name: 'bench_floor_checkpoint', text: `INSERT INTO ${FLOOR_CHECKPOINTS} (job, result) VALUES ($1, '{"r":1}')`, values: [id] });
+      return true as const;
+    },
+  ));
+  return {
+    plain: {
+      id: 'plain', does: 'inserting one row, then its checkpoint batched with the others of its turn',
+      run: async (p, jobId) => {
+        await insertRow(p, jobId);
+        await batcher.call(jobId);
+      },
+    },
+    transactional: {
+      id: 'tx', does: 'inserting one row and its checkpoint in one transaction (START with the row, the checkpoint with the COMMIT)',
+      run: async (p, jobId) => {
+        const literal = `'${jobId.replace(/'/g, "''")}'`;
+        const client = await p.connect();
+        try {
+          // SQL-prepared once per connection and EXECUTEd beside the START and the COMMIT, as the library sends its own
+          if (!preparedFloorClients.has(client)) {
+            await client.query(`PREPARE bench_floor_row(text) AS INSERT INTO "${SCHEMA}".bench_rows (k, v) VALUES ($1, '{"ok":true}');\n` +
+              `PREPARE bench_floor_cp(text) AS INSERT INTO ${FLOOR_CHECKPOINTS} (job, result) VALUES ($1, '{"r":1}')`);
+            preparedFloorClients.add(client);
+          }
+          await client.query(`START TRANSACTION ISOLATION LEVEL READ COMMITTED;\nEXECUTE bench_floor_row(${literal})`);
+          await client.query(`EXECUTE bench_floor_cp(${literal});\nCOMMIT`);
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          throw err;
+        } finally {
+          client.release();
+        }
+      },
+    },
   };
 }
 
@@ -357,6 +427,10 @@ async function main(): Promise<void> {
     const b2 = await pgInserts(pool, s(20_000));
     const b3 = await bullmqWithInsert(pool, s(20_000));
     const floors = [await chainedJobs(pool, s(100), 1), await chainedJobs(pool, s(200), 10), await chainedJobs(pool, s(1000), 100)];
+    await pool.query(`CREATE TABLE IF NOT EXISTS ${FLOOR_CHECKPOINTS} (job text PRIMARY KEY, result jsonb)`);
+    const patterns = insertStepPatterns(pool);
+    const stepFloors = { plain: await chainedJobs(pool, s(500), 100, patterns.plain), transactional: await chainedJobs(pool, s(500), 100, patterns.transactional) };
+    floors.push(stepFloors.plain, stepFloors.transactional);
     const rt = await roundTrip(s(300));
     const commit = await commitRoundTrip(pool, s(300));
     const waits = await waitCases(DATABASE_URL, REDIS_URL, s(1000), s(200));
@@ -387,7 +461,8 @@ async function main(): Promise<void> {
     out('');
     const vsPlain = (plain: Row) => `${fmt(txInserts.perSec / plain.perSec, 2)} (goal ≥ 1.00: ${txInserts.perSec >= plain.perSec ? 'met' : 'NOT met'})`;
     out(`transactional insert steps vs the same insert without a transaction, through TypeORM as they write: ${vsPlain(typeormInserts)}; ` +
-      `through a pg pool as a prepared statement: ${vsPlain(plainInserts)}`);
+      `through a pg pool as a prepared statement: ${vsPlain(plainInserts)}; ` +
+      `its floor (the two statement patterns without the library, chained BullMQ jobs, 100 concurrent): ${fmt(stepFloors.transactional.perSec / stepFloors.plain.perSec, 2)}`);
     const c100 = rows[2];
     if (peers.length === 3) {
       out(`vs DBOS in this run: ${[1, 10, 100].map((c, i) => `${c} concurrent ${fmt(rows[i].perSec / peers[i].perSec, 2)}×`).join(', ')}`);

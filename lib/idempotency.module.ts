@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { Module, OnModuleInit } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { IdempotencyService } from './core/idempotency.service';
 import { IdempotencyInterceptor } from './http/idempotency.interceptor';
@@ -9,6 +9,7 @@ import { OutboxService } from './outbox/outbox.service';
 import { RetentionService } from './retention/retention.service';
 import { IdempotencyConfigurableModule } from './idempotency.module-definition';
 import { idempotencyProviders } from './idempotency.providers';
+import { IdempotencyConnections } from './storage/idempotency-connections';
 import { workflowExports } from './workflow/workflow.providers';
 import { taskExports } from './task/task.providers';
 import { observabilityExports } from './observability/observability.providers';
@@ -28,4 +29,16 @@ import { observabilityExports } from './observability/observability.providers';
     ...observabilityExports,
   ],
 })
-export class IdempotencyModule extends IdempotencyConfigurableModule {}
+export class IdempotencyModule extends IdempotencyConfigurableModule implements OnModuleInit {
+  constructor(private readonly connections: IdempotencyConnections) {
+    super();
+  }
+
+  /**
+   * Nest calls a module's own onModuleInit after those of all its providers, and not at all when one of them
+   * failed: the connections open only for a startup that every provider of the module accepted.
+   */
+  async onModuleInit(): Promise<void> {
+    await this.connections.open();
+  }
+}

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { LibraryLogger } from '../observability/library-logger';
 import { ModuleRef } from '@nestjs/core';
 import { createHash } from 'node:crypto';
@@ -17,7 +17,7 @@ import { pendingMigrations, runMigrations, withMigrationConnection } from './pos
  * and closes what it owns on shutdown. Borrowed connections are left to their owner.
  */
 @Injectable()
-export class IdempotencyConnections implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
+export class IdempotencyConnections implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger: Logger = new LibraryLogger('Idempotency');
   private opened?: { dataSource: DataSource; pool: Pool; schema: string; redis?: Redis | Cluster; redisKeyPrefix: string };
   private ownedDataSource?: DataSource;
@@ -58,9 +58,14 @@ export class IdempotencyConnections implements OnModuleInit, OnApplicationBootst
     return this.state().redis;
   }
 
-  // Opened in onModuleInit, not in a factory: by then every provider exists, including the app's
-  // TypeORM DataSource when it is reused by name, whatever the order of module imports.
-  async onModuleInit(): Promise<void> {
+  /**
+   * Opens the connections; called by IdempotencyModule's own onModuleInit, which Nest runs once every provider of
+   * the module has finished its own (not in a factory: by then every provider exists, including the app's TypeORM
+   * DataSource when it is reused by name, whatever the order of module imports). A provider that refuses the
+   * startup (an invalid workflow, say) fails app.init() before any connection opens, so none is left behind: Nest
+   * runs no shutdown hook after a failed init.
+   */
+  async open(): Promise<void> {
     const options = this.options;
     const { dataSource, schema, owned } = await IdempotencyConnections.postgres(options, this.moduleRef);
     if (owned) this.ownedDataSource = dataSource;

@@ -72,6 +72,24 @@ describe.each(ADAPTERS)('HTTP transactional mode (%s)', (adapter) => {
   const blockedClaims = async (): Promise<number> => Number((await sql<{ n: string }>(
     `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
   ))[0].n);
+  /**
+   * Waits until exactly one request is blocked in Postgres on a lock. Should it time out, the error lists the
+   * backends waiting on a lock and, when `request` has answered already, its answer: the compat suite (PgBouncer)
+   * once timed out here and the log could not tell a second waiter from a claim that never waited.
+   */
+  const oneBlockedClaim = async (what: string, request: Promise<{ status: number; body: unknown }>): Promise<void> => {
+    let answered: { status: number; body: unknown } | undefined;
+    void request.then((r) => (answered = r), () => undefined);
+    try {
+      await waitUntil(what, async () => (await blockedClaims()) === 1);
+    } catch (err) {
+      const waiters = await sql(
+        `SELECT pid, wait_event, state, left(query, 160) AS query FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      );
+      const answer = answered ? `answered ${answered.status} ${JSON.stringify(answered.body)}` : 'not answered yet';
+      throw new Error(`${(err as Error).message}; the request: ${answer}; waiting on a lock: ${JSON.stringify(waiters)}`);
+    }
+  };
 
   beforeAll(async () => {
     ledgerTable = `"${schema}".ledger`;
@@ -190,7 +208,7 @@ describe.each(ADAPTERS)('HTTP transactional mode (%s)', (adapter) => {
     await withInsertsHeld(async (release) => {
       // The long-lease route: the wait ends when the lock is released, never by the lease (that is the case below).
       const first = post('/charges-patient', 'k-held', { id: 'c-held' }).then((r) => r);
-      await waitUntil('the claim waits on the held lock', async () => (await blockedClaims()) === 1);
+      await oneBlockedClaim('the claim waits on the held lock', first);
       await new Promise((resolve) => setTimeout(resolve, 100));
       await release();
       const res = await first;
@@ -221,7 +239,7 @@ describe.each(ADAPTERS)('HTTP transactional mode (%s)', (adapter) => {
       await locker.query(`BEGIN; LOCK TABLE "${schema}".idempotency_records IN SHARE MODE`);
       // The wait that ends in time is on the long-lease route; the one past the lease on the 1 s route.
       const brief = post('/charges-patient', 'k-table-brief', { id: 'c-table-brief' }).then((r) => r);
-      await waitUntil('the claim waits on the table lock', async () => (await blockedClaims()) === 1);
+      await oneBlockedClaim('the claim waits on the table lock', brief);
       await locker.query('COMMIT');
       // With its body: a CI run once answered 409 here, and which problem it was is what tells why.
       const released = await brief;

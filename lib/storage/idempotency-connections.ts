@@ -63,12 +63,26 @@ export class IdempotencyConnections implements OnApplicationBootstrap, OnApplica
    * the module has finished its own (not in a factory: by then every provider exists, including the app's TypeORM
    * DataSource when it is reused by name, whatever the order of module imports). A provider that refuses the
    * startup (an invalid workflow, say) fails app.init() before any connection opens, so none is left behind: Nest
-   * runs no shutdown hook after a failed init.
+   * runs no shutdown hook after a failed init. One refused here closes what it had opened.
    */
   async open(): Promise<void> {
-    const options = this.options;
-    const { dataSource, schema, owned } = await IdempotencyConnections.postgres(options, this.moduleRef);
+    const { dataSource, schema, owned } = await IdempotencyConnections.postgres(this.options, this.moduleRef);
+    try {
+      this.opened = await this.completeOpening(dataSource, schema);
+    } catch (err) {
+      // A startup refused here (the schema not migrated, say) fails app.init(), after which Nest runs no shutdown
+      // hook: what was opened for it closes now.
+      this.ownedRedis?.disconnect();
+      this.ownedRedis = undefined;
+      if (owned) await dataSource.destroy().catch(() => undefined);
+      throw err;
+    }
     if (owned) this.ownedDataSource = dataSource;
+  }
+
+  /** The schema prepared (or checked), the Redis client created (it connects at bootstrap), the cache's key prefix. */
+  private async completeOpening(dataSource: DataSource, schema: string): Promise<NonNullable<IdempotencyConnections['opened']>> {
+    const options = this.options;
     await IdempotencyConnections.prepareSchema(dataSource.options, schema, options.migrationsRun);
     const pool = (dataSource.driver as unknown as { master: Pool }).master;
     let redis: Redis | Cluster | undefined;
@@ -101,7 +115,7 @@ export class IdempotencyConnections implements OnApplicationBootstrap, OnApplica
       }
     }
     const redisKeyPrefix = (options.redis && options.redis.keyPrefix) || (await IdempotencyConnections.derivedKeyPrefix(pool, schema));
-    this.opened = { dataSource, pool, schema, redis, redisKeyPrefix };
+    return { dataSource, pool, schema, redis, redisKeyPrefix };
   }
 
   // Connecting waits for bootstrap: should another module's init fail, no socket is left open behind it.

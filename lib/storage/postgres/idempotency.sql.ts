@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { RELEASED_STATUSES } from '../../core/idempotency-record';
+import { quoteLiteral } from '../../transaction/inline-statement';
 
 /** The name of the record table. */
 export const RECORDS_TABLE = 'idempotency_records';
@@ -22,10 +23,14 @@ const LIVE_PREDICATE = (fingerprint: string) => `(
   OR (status = 'completed' AND expires_at > now()))`;
 
 /**
- * The transactional mode's advisory lock on the key of $1 (scope) and $2 (key): a 64-bit hash, in the one-bigint
- * lock space, which an application's own advisory locks on small numbers do not meet.
+ * The transactional mode's advisory lock on the key of $1 (scope) and $2 (key) in the records of `schema`: a 64-bit
+ * hash, in the one-bigint lock space, which an application's own advisory locks on small numbers do not meet. Advisory
+ * locks are per database, so the schema is hashed in: apps with schemas of their own in one database never wait for
+ * each other's keys.
  */
-const KEY_LOCK = 'hashtextextended($2::text, hashtextextended($1::text, 0))';
+function keyLock(schema: string): string {
+  return `hashtextextended($2::text, hashtextextended($1::text, hashtextextended(${quoteLiteral(schema)}, 0)))`;
+}
 
 /**
  * What a claim's insert does when the key's active row is there (the table is aliased `r`): it takes the row over
@@ -207,8 +212,8 @@ export function idempotencySql(schema: string): IdempotencySql {
       ctes: `guard AS MATERIALIZED (
         SELECT set_config('lock_timeout', $7::text, true) IS NOT NULL
            AND set_config('idle_in_transaction_session_timeout', $9::text, true) IS NOT NULL
-           AND CASE WHEN $10::int = 1 THEN pg_advisory_xact_lock(${KEY_LOCK})::text IS NOT NULL
-                    ELSE pg_try_advisory_xact_lock(${KEY_LOCK}) END AS free
+           AND CASE WHEN $10::int = 1 THEN pg_advisory_xact_lock(${keyLock(schema)})::text IS NOT NULL
+                    ELSE pg_try_advisory_xact_lock(${keyLock(schema)}) END AS free
       ), `,
       sourceGuard: `
            AND (SELECT free FROM guard)`,

@@ -68,9 +68,13 @@ describe.each(ADAPTERS)('HTTP transactional mode (%s)', (adapter) => {
   const post = (path: string, key: string, body: object) => request(url).post(path).set('Idempotency-Key', key).send(body);
   const records = async (key: string): Promise<number> =>
     Number((await sql<{ n: string }>(`SELECT count(*) AS n FROM "${schema}".idempotency_records WHERE key = $1`, [key]))[0].n);
-  /** Requests blocked in Postgres on another transaction's lock (a duplicate waiting for an uncommitted claim; the suites' servers are their own). */
+  /**
+   * This app's requests blocked in Postgres on another transaction's lock (a duplicate waiting for an uncommitted
+   * claim). Its connections carry the schema as their application_name: CI runs this suite through PgBouncer at the
+   * same time on the same database, and the other run's waiters are not this one's.
+   */
   const blockedClaims = async (): Promise<number> => Number((await sql<{ n: string }>(
-    `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+    `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND application_name = $1`, [schema],
   ))[0].n);
   /**
    * Waits until exactly one request is blocked in Postgres on a lock. Should it time out, the error lists the
@@ -84,7 +88,7 @@ describe.each(ADAPTERS)('HTTP transactional mode (%s)', (adapter) => {
       await waitUntil(what, async () => (await blockedClaims()) === 1);
     } catch (err) {
       const waiters = await sql(
-        `SELECT pid, wait_event, state, left(query, 160) AS query FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        `SELECT pid, application_name, wait_event, state, left(query, 160) AS query FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
       );
       const answer = answered ? `answered ${answered.status} ${JSON.stringify(answered.body)}` : 'not answered yet';
       throw new Error(`${(err as Error).message}; the request: ${answer}; waiting on a lock: ${JSON.stringify(waiters)}`);
@@ -94,7 +98,12 @@ describe.each(ADAPTERS)('HTTP transactional mode (%s)', (adapter) => {
   beforeAll(async () => {
     ledgerTable = `"${schema}".ledger`;
     await sql(`CREATE SCHEMA "${schema}"; CREATE TABLE ${ledgerTable} (id serial PRIMARY KEY, charge_id text NOT NULL)`);
-    app = await createTestApp({ adapter, schema, controllers: [ChargeController], options: { http: { transaction: true, lockTimeout: '1s' } } });
+    const postgresUrl = new URL(databaseUrl());
+    postgresUrl.searchParams.set('application_name', schema);
+    app = await createTestApp({
+      adapter, schema, controllers: [ChargeController],
+      options: { postgres: { url: postgresUrl.toString(), schema }, http: { transaction: true, lockTimeout: '1s' } },
+    });
     url = await listen(app);
   });
 
@@ -183,13 +192,15 @@ describe.each(ADAPTERS)('HTTP transactional mode (%s)', (adapter) => {
    */
   const withInsertsHeld = async (body: (release: () => Promise<void>) => Promise<void>): Promise<void> => {
     const records = `"${schema}".idempotency_records`;
-    await sql(`CREATE FUNCTION "${schema}".inserts_wait() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_xact_lock(4242); RETURN NEW; END $$;
+    // The lock is this suite's schema's: advisory locks are per database, which another run of the suite may share.
+    const lock = `hashtext('${schema}')`;
+    await sql(`CREATE FUNCTION "${schema}".inserts_wait() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_xact_lock(${lock}); RETURN NEW; END $$;
       CREATE TRIGGER inserts_wait BEFORE INSERT ON ${records} FOR EACH ROW EXECUTE FUNCTION "${schema}".inserts_wait()`);
     const locker = new Client({ connectionString: databaseUrl() });
     await locker.connect();
     try {
       // Held by an open transaction, so that a pooler in transaction mode keeps it on one server connection.
-      await locker.query('BEGIN; SELECT pg_advisory_xact_lock(4242)');
+      await locker.query(`BEGIN; SELECT pg_advisory_xact_lock(${lock})`);
       let released = false;
       const release = async (): Promise<void> => {
         if (!released) await locker.query('COMMIT');

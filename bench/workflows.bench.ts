@@ -305,19 +305,14 @@ const ONE_ROW: ChainStep = { id: 'row', does: 'writing one row', run: (pool, job
 
 const FLOOR_CHECKPOINTS = `"${SCHEMA}".bench_floor_checkpoints`;
 
-/** The pooled connections the transactional pattern's statements are prepared on. */
-const preparedFloorClients = new WeakSet<PoolClient>();
-
-/** The floor's checkpoints of one event-loop turn as one statement, as the library batches a plain step's. */
-let floorCheckpoints: CallBatcher<string, true> | undefined;
-
 /**
  * The two statement patterns the transactional-steps goal compares, without the library. A plain insert step: its
  * row in a commit of its own, then its checkpoint, batched with the others of the same turn. A transactional one:
  * START with its row in one round trip, then its checkpoint with the COMMIT in another, on one pooled connection.
  */
 function insertStepPatterns(pool: Pool): { plain: ChainStep; transactional: ChainStep } {
-  const batcher = (floorCheckpoints ??= new CallBatcher<string, true>(
+  // The checkpoints of one event-loop turn as one statement, as the library batches a plain step's.
+  const batcher = new CallBatcher<string, true>(
     async (ids) => {
       await pool.query({ name: 'bench_floor_checkpoints', text: `INSERT INTO ${FLOOR_CHECKPOINTS} (job, result) SELECT unnest($1::text[]), '{"r":1}'`, values: [ids] });
       return ids.map(() => true as const);
@@ -326,7 +321,9 @@ function insertStepPatterns(pool: Pool): { plain: ChainStep; transactional: Chai
       await pool.query({ name: 'bench_floor_checkpoint', text: `INSERT INTO ${FLOOR_CHECKPOINTS} (job, result) VALUES ($1, '{"r":1}')`, values: [id] });
       return true as const;
     },
-  ));
+  );
+  // The pooled connections the transactional pattern's statements are prepared on.
+  const prepared = new WeakSet<PoolClient>();
   return {
     plain: {
       id: 'plain', does: 'inserting one row, then its checkpoint batched with the others of its turn',
@@ -342,10 +339,10 @@ function insertStepPatterns(pool: Pool): { plain: ChainStep; transactional: Chai
         const client = await p.connect();
         try {
           // SQL-prepared once per connection and EXECUTEd beside the START and the COMMIT, as the library sends its own
-          if (!preparedFloorClients.has(client)) {
+          if (!prepared.has(client)) {
             await client.query(`PREPARE bench_floor_row(text) AS INSERT INTO "${SCHEMA}".bench_rows (k, v) VALUES ($1, '{"ok":true}');\n` +
               `PREPARE bench_floor_cp(text) AS INSERT INTO ${FLOOR_CHECKPOINTS} (job, result) VALUES ($1, '{"r":1}')`);
-            preparedFloorClients.add(client);
+            prepared.add(client);
           }
           await client.query(`START TRANSACTION ISOLATION LEVEL READ COMMITTED;\nEXECUTE bench_floor_row(${literal})`);
           await client.query(`EXECUTE bench_floor_cp(${literal});\nCOMMIT`);

@@ -1,7 +1,7 @@
 import { Test } from '@nestjs/testing';
 import { randomUUID } from 'node:crypto';
 import { IdempotencyModule, IdempotencyModuleOptions, IdempotencySchemaError, Step, Workflow, WorkflowDefinitionError } from '../../lib';
-import { databaseUrl, sql, uniqueSchema } from '../support/test-app';
+import { databaseUrlNamed, sql, uniqueSchema } from '../support/test-app';
 
 /** The Postgres connections open under `applicationName`, from the server's own view. */
 async function openConnections(applicationName: string): Promise<number> {
@@ -15,10 +15,8 @@ async function openConnections(applicationName: string): Promise<number> {
  */
 async function connectionsLeftBy(options: Pick<IdempotencyModuleOptions, 'migrationsRun'>, providers: unknown[], refusal: new (...args: never[]) => Error): Promise<number> {
   const applicationName = `failed-startup-${randomUUID().slice(0, 8)}`;
-  const url = new URL(databaseUrl());
-  url.searchParams.set('application_name', applicationName);
   const moduleRef = await Test.createTestingModule({
-    imports: [IdempotencyModule.forRoot({ postgres: { url: url.toString(), schema: uniqueSchema() }, redis: false, ...options })],
+    imports: [IdempotencyModule.forRoot({ postgres: { url: databaseUrlNamed(applicationName), schema: uniqueSchema() }, redis: false, ...options })],
     providers: providers as never[],
   }).compile();
   moduleRef.useLogger(false);

@@ -15,6 +15,13 @@ export function databaseUrl(): string {
   return url;
 }
 
+/** The suite's database URL with `applicationName` as its connections' application_name (seen in pg_stat_activity). */
+export function databaseUrlNamed(applicationName: string): string {
+  const url = new URL(databaseUrl());
+  url.searchParams.set('application_name', applicationName);
+  return url.toString();
+}
+
 export function redisUrl(): string {
   const url = process.env.REDIS_URL;
   if (!url) throw new Error('REDIS_URL is not set: run the suite with `npm test`, which starts Postgres and Redis');

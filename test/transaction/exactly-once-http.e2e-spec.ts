@@ -4,7 +4,7 @@ import request from 'supertest';
 import { currentTransaction, Idempotent, NotInTransactionError, PROBLEM_CONTENT_TYPE } from '../../lib';
 import { IdempotencyConnections } from '../../lib/storage/idempotency-connections';
 import { gate, listen, waitUntil } from '../support/resilience';
-import { ADAPTERS, createTestApp, databaseUrl, sql, uniqueSchema } from '../support/test-app';
+import { ADAPTERS, createTestApp, databaseUrl, databaseUrlNamed, sql, uniqueSchema } from '../support/test-app';
 
 interface ChargeBody {
   id: string;
@@ -98,11 +98,9 @@ describe.each(ADAPTERS)('HTTP transactional mode (%s)', (adapter) => {
   beforeAll(async () => {
     ledgerTable = `"${schema}".ledger`;
     await sql(`CREATE SCHEMA "${schema}"; CREATE TABLE ${ledgerTable} (id serial PRIMARY KEY, charge_id text NOT NULL)`);
-    const postgresUrl = new URL(databaseUrl());
-    postgresUrl.searchParams.set('application_name', schema);
     app = await createTestApp({
       adapter, schema, controllers: [ChargeController],
-      options: { postgres: { url: postgresUrl.toString(), schema }, http: { transaction: true, lockTimeout: '1s' } },
+      options: { postgres: { url: databaseUrlNamed(schema), schema }, http: { transaction: true, lockTimeout: '1s' } },
     });
     url = await listen(app);
   });
